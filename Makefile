@@ -1,0 +1,33 @@
+# Every target that needs the virtualenv creates it first, so `make test` and
+# `make demo` work on a fresh clone with nothing but Python 3.11+ installed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check ccm tests benchmarks
+	$(BIN)/ruff format --check ccm tests benchmarks
+	$(BIN)/mypy
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash sample_knowledge/demo.sh
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ingest.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,7 @@
+"""ccm: Cognitive Context Management.
+
+Every word of a conversation is kept in an append-only log; what the model is
+given stays small. This package is the importable core; `ccm.cli` is a thin shell.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,105 @@
+"""config.yaml: optional, every key has a default, unknown keys are errors.
+
+=============================  =========  ==================================================
+key                            default    meaning
+=============================  =========  ==================================================
+tokens.method                  bpe        ``bpe``: tiktoken cl100k_base from the offline
+                                          package; ``estimate``: the fast heuristic
+ingest.include_thinking        false      keep model thinking blocks as text when importing
+ingest.max_line_bytes          16777216   longer input lines are rejected and quarantined
+ingest.fsync                   true       fsync raw.jsonl after each append (durability)
+context.budget_tokens          8000       default token budget of an assembled context
+context.window_tokens          200000     the model's context window, for health figures
+context.tail_messages          10         latest messages kept verbatim
+context.tail_tokens            12000      token cap of that preserved tail
+context.keep_tool_results      3          tool results kept whole; older ones become a line
+segments.time_gap_minutes      120        a pause this long starts a new segment
+working.capacity               4          active efforts in the working context
+=============================  =========  ==================================================
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccm import schemas
+from ccm.errors import ConfigError
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "tokens": {"method": "bpe"},
+    "ingest": {"include_thinking": False, "max_line_bytes": 16 * 1024 * 1024, "fsync": True},
+    "context": {
+        "budget_tokens": 8000,
+        "window_tokens": 200_000,
+        "tail_messages": 10,
+        "tail_tokens": 12_000,
+        "keep_tool_results": 3,
+    },
+    "segments": {"time_gap_minutes": 120},
+    "working": {"capacity": 4},
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration: defaults overlaid with config.yaml."""
+
+    values: dict[str, dict[str, Any]]
+
+    def get(self, section: str, key: str) -> Any:
+        return self.values[section][key]
+
+    @property
+    def tokens_method(self) -> str:
+        return str(self.get("tokens", "method"))
+
+    @property
+    def include_thinking(self) -> bool:
+        return bool(self.get("ingest", "include_thinking"))
+
+    @property
+    def max_line_bytes(self) -> int:
+        return int(self.get("ingest", "max_line_bytes"))
+
+    @property
+    def fsync(self) -> bool:
+        return bool(self.get("ingest", "fsync"))
+
+
+def from_mapping(data: Any, source: str = "config.yaml") -> Config:
+    """Validate `data` (parsed YAML) and overlay it on the defaults."""
+    if data is None:
+        data = {}
+    why = schemas.problem("config", data)
+    if why is not None:
+        raise ConfigError(
+            f"{source}: {why}",
+            "see the table of keys in the README (Configuration) or delete the key to use its default",
+        )
+    values = copy.deepcopy(DEFAULTS)
+    for section, entries in data.items():
+        values[section].update(entries)
+    return Config(values)
+
+
+def load(path: Path) -> Config:
+    """Read `path` if it exists; a missing file means all defaults."""
+    from ccm import yamlio
+
+    if not path.exists():
+        return from_mapping({}, str(path))
+    return from_mapping(yamlio.load_file(path), str(path))
+
+
+def default_yaml() -> str:
+    """A config.yaml that spells out every default, for `ccm init`."""
+    from ccm import yamlio
+
+    header = (
+        "# ccm configuration. Every key is optional; these are the defaults.\n"
+        "# See the README (Configuration) for what each key does.\n"
+    )
+    return header + yamlio.dumps(DEFAULTS)

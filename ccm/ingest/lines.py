@@ -1,0 +1,82 @@
+"""Reading JSON Lines input: one place for line numbers, size limits and decoding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ccm.ingest.model import ParseOptions, Rejected
+
+
+def json_lines(
+    data: bytes, name: str, options: ParseOptions, session: str | None
+) -> Iterator[tuple[int, int, bytes, Any | Rejected]]:
+    """Yield ``(line_number, offset, raw, value_or_rejected)`` for each non-blank line.
+
+    A line that is too long, not UTF-8 or not JSON becomes a `Rejected` naming the
+    file and line, to be quarantined in `session`; the other lines still import.
+    """
+    offset = 0
+    number = 0
+    size = len(data)
+    while offset < size:
+        newline = data.find(b"\n", offset)
+        end = size if newline < 0 else newline
+        raw = data[offset:end]
+        number += 1
+        start = offset
+        offset = end + 1
+        if not raw.strip():
+            continue
+        if len(raw) > options.max_line_bytes:
+            yield (
+                number,
+                start,
+                raw,
+                Rejected(
+                    name,
+                    number,
+                    f"line is {len(raw)} bytes, over the limit of {options.max_line_bytes}",
+                    "raise ingest.max_line_bytes in config.yaml if the line is genuine",
+                    raw,
+                    session,
+                    start,
+                ),
+            )
+            continue
+        try:
+            value = json.loads(raw)
+        except UnicodeDecodeError as exc:
+            yield (
+                number,
+                start,
+                raw,
+                Rejected(
+                    name,
+                    number,
+                    f"invalid UTF-8 ({exc.reason} at byte {exc.start})",
+                    "save the file as UTF-8",
+                    raw,
+                    session,
+                    start,
+                ),
+            )
+            continue
+        except ValueError as exc:
+            yield (
+                number,
+                start,
+                raw,
+                Rejected(
+                    name,
+                    number,
+                    f"invalid JSON ({exc})",
+                    "each line must be one complete JSON object",
+                    raw,
+                    session,
+                    start,
+                ),
+            )
+            continue
+        yield number, start, raw, value

@@ -1,0 +1,422 @@
+"""`ccm ingest`: read inputs, recognise their format, append new turns to the store.
+
+Ingest is idempotent. Under the session's lock it reads what the session already
+holds and appends only what is new: a turn with a source id is new when the id is
+unknown (or, for a merged Claude Code message, when it brings records not seen
+before); a turn without one is new when it is the k-th occurrence of its role and
+content in the input and the session holds fewer than k such turns. So importing the
+same input twice adds nothing, and importing a longer version of a session appends
+only the new turns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccm import schemas
+from ccm.errors import CCMError, FormatError, UsageError
+from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
+from ccm.store import BadLine, LockedLog, Store, check_session_id, slug_session_id, utc_now
+
+FORMATS = ("jsonl", "claude-code", "chatgpt", "anthropic")
+FORMAT_HINT = "pass --format jsonl, claude-code, chatgpt or anthropic"
+_CLAUDE_TYPES = {
+    "user",
+    "assistant",
+    "summary",
+    "system",
+    "file-history-snapshot",
+    "progress",
+    "queue-operation",
+    "attachment",
+}
+
+Importer = Callable[[bytes, str, ParseOptions], Parsed]
+
+
+def importer(fmt: str) -> Importer:
+    """The parse function of format `fmt` (imported only when needed)."""
+    if fmt == "jsonl":
+        from ccm.ingest import jsonl
+
+        return jsonl.parse
+    if fmt == "claude-code":
+        from ccm.ingest import claude_code
+
+        return claude_code.parse
+    if fmt == "chatgpt":
+        from ccm.ingest import chatgpt
+
+        return chatgpt.parse
+    if fmt == "anthropic":
+        from ccm.ingest import anthropic
+
+        return anthropic.parse
+    raise UsageError(f"unknown format {fmt!r}", FORMAT_HINT)
+
+
+# ---------------------------------------------------------------------------
+# format detection
+
+
+def _json_kind(value: Any) -> str | None:
+    items = value if isinstance(value, list) else [value]
+    first = next((item for item in items if isinstance(item, dict)), None)
+    if first is None:
+        return None
+    if "mapping" in first:
+        return "chatgpt"
+    if isinstance(first.get("messages"), list) or (
+        first.get("type") == "message" and "content" in first
+    ):
+        return "anthropic"
+    if not isinstance(value, list) and "role" in first and "content" in first:
+        return "jsonl"
+    return None
+
+
+def _line_kind(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") in _CLAUDE_TYPES and (
+        {"uuid", "sessionId", "message", "leafUuid"} & value.keys()
+    ):
+        return "claude-code"
+    if "role" in value and "content" in value:
+        return "jsonl"
+    return None
+
+
+def detect_format(data: bytes, name: str) -> str:
+    """Recognise an input by its content; raise `FormatError` when it is none of ours."""
+    if data.startswith(b"PK\x03\x04"):
+        return "chatgpt"
+    if data.lstrip()[:1] in (b"[", b"{"):
+        try:
+            kind = _json_kind(json.loads(data))
+        except ValueError:
+            kind = None
+        if kind:
+            return kind
+    for raw in data[: 1 << 20].split(b"\n")[:50]:
+        if not raw.strip():
+            continue
+        try:
+            kind = _line_kind(json.loads(raw))
+        except ValueError:
+            continue
+        if kind:
+            return kind
+    raise FormatError(f"{name}: cannot tell what format this is", FORMAT_HINT)
+
+
+# ---------------------------------------------------------------------------
+# inputs
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str  # as shown in messages: the path, or '-'
+    path: Path | None  # None: standard input
+    size: int
+
+
+def expand_inputs(paths: Iterable[str]) -> list[Input]:
+    """Files to read: a directory stands for the transcripts and exports inside it."""
+    inputs: list[Input] = []
+    for given in paths:
+        if given == "-":
+            inputs.append(Input("-", None, 0))
+            continue
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and (
+                    (p.suffix == ".jsonl" and p.name != "history.jsonl")
+                    or (p.suffix == ".json" and p.name.startswith("conversations"))
+                    or (p.suffix == ".zip")
+                )
+            )
+            if not found:
+                raise UsageError(
+                    f"{given}: no .jsonl transcripts or conversations*.json exports inside",
+                    "point at a Claude Code projects folder, a session file or a ChatGPT export",
+                )
+            inputs.extend(Input(str(p), p, p.stat().st_size) for p in found)
+        elif path.is_file():
+            inputs.append(Input(given, path, path.stat().st_size))
+        else:
+            raise UsageError(f"{given}: no such file or directory")
+    return inputs
+
+
+# ---------------------------------------------------------------------------
+# the report
+
+
+@dataclass
+class SessionResult:
+    session: str
+    source: str
+    added: int = 0
+    duplicates: int = 0
+    first_turn: int | None = None
+    last_turn: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "source": self.source,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "first_turn": self.first_turn,
+            "last_turn": self.last_turn,
+        }
+
+
+@dataclass
+class IngestReport:
+    inputs: int = 0
+    sessions: dict[str, SessionResult] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+    rejected: list[Rejected] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # inputs that could not be read at all
+
+    @property
+    def turns_added(self) -> int:
+        return sum(s.added for s in self.sessions.values())
+
+    @property
+    def duplicates(self) -> int:
+        return sum(s.duplicates for s in self.sessions.values())
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected and not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs,
+            "sessions": [s.as_dict() for s in self.sessions.values()],
+            "turns_added": self.turns_added,
+            "duplicates": self.duplicates,
+            "skipped": dict(sorted(self.skipped.items())),
+            "rejected": [
+                {
+                    "source": r.source,
+                    "line": r.line,
+                    "error": r.error,
+                    "hint": r.hint,
+                    "session": r.session,
+                }
+                for r in self.rejected
+            ],
+            "errors": self.errors,
+        }
+
+
+# ---------------------------------------------------------------------------
+# appending
+
+
+def _content_key(role: str, content: str) -> bytes:
+    digest = hashlib.blake2b(role.encode() + b"\0", digest_size=16)
+    digest.update(content.encode("utf-8", "surrogatepass"))
+    return digest.digest()
+
+
+@dataclass
+class _Known:
+    last_turn: int = 0
+    ids: set[str] = field(default_factory=set)
+    parts: set[str] = field(default_factory=set)
+    contents: Counter[bytes] = field(default_factory=Counter)
+
+
+def _known(raw: LockedLog, want_contents: bool) -> _Known:
+    known = _Known()
+    for line in raw.lines():
+        entry = line.record
+        if entry is None:
+            continue
+        known.last_turn = max(known.last_turn, entry["turn"])
+        turn_id = entry.get("id")
+        if turn_id:
+            known.ids.add(turn_id)
+        elif want_contents:
+            known.contents[_content_key(entry["role"], entry["content"])] += 1
+        parts = (entry.get("meta") or {}).get("parts")
+        if isinstance(parts, list):
+            known.parts.update(p for p in parts if isinstance(p, str))
+    return known
+
+
+def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn], int]:
+    """The turns of `session` that the store does not hold yet, and the duplicates count."""
+    fresh: list[SourceTurn] = []
+    duplicates = 0
+    occurrences: Counter[bytes] = Counter()
+    for turn in session.turns:
+        if turn.id is None:
+            key = _content_key(turn.role, turn.content)
+            occurrences[key] += 1
+            if occurrences[key] <= known.contents[key]:
+                duplicates += 1
+            else:
+                fresh.append(turn)
+            continue
+        if turn.id not in known.ids:
+            known.ids.add(turn.id)
+            if turn.parts:
+                known.parts.update(p.id for p in turn.parts)
+            fresh.append(turn)
+            continue
+        new_parts = [p for p in turn.parts or [] if p.id not in known.parts]
+        if not new_parts:
+            duplicates += 1
+            continue
+        # the same message, with records that were not written at the last import
+        known.parts.update(p.id for p in new_parts)
+        continuation = SourceTurn(
+            turn.role,
+            "\n".join(p.text for p in new_parts),
+            ts=turn.ts,
+            id=f"{turn.id}+{new_parts[0].id}",
+            parts=new_parts,
+            tool=turn.tool,
+            meta={**turn.meta, "continues": turn.id},
+        )
+        known.ids.add(str(continuation.id))
+        fresh.append(continuation)
+    return fresh, duplicates
+
+
+def _entry(turn: SourceTurn, number: int, source: str, now: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "turn": number,
+        "role": turn.role,
+        "content": turn.content,
+        "ts": turn.ts or now,
+    }
+    if turn.id is not None:
+        entry["id"] = turn.id
+    entry["source"] = source
+    if turn.tool:
+        entry["tool"] = turn.tool
+    meta = dict(turn.meta)
+    if turn.parts:
+        meta["parts"] = [p.id for p in turn.parts]
+    if meta:
+        entry["meta"] = meta
+    return entry
+
+
+def append_session(store: Store, session: SourceSession, now: str) -> SessionResult:
+    """Append the new turns of `session`; returns what was added."""
+    session_id = check_session_id(session.session_id)
+    result = SessionResult(session_id, session.source)
+    if not session.turns:
+        return result
+    validate = schemas.validator("raw_entry")
+    with store.lock_raw(session_id) as raw:
+        known = _known(raw, want_contents=any(t.id is None for t in session.turns))
+        fresh, result.duplicates = _new_turns(session, known)
+        entries = []
+        number = known.last_turn
+        for turn in fresh:
+            number += 1
+            entry = _entry(turn, number, session.source, now)
+            if number == 1 and session.meta:
+                entry["meta"] = {**session.meta, **entry.get("meta", {})}
+            validate(entry)
+            entries.append(entry)
+        raw.append(entries, fsync=store.config.fsync)
+    result.added = len(entries)
+    if entries:
+        result.first_turn = entries[0]["turn"]
+        result.last_turn = entries[-1]["turn"]
+    return result
+
+
+def _quarantine(store: Store, rejected: list[Rejected], fallback: str) -> None:
+    by_session: dict[str, list[BadLine]] = {}
+    for item in rejected:
+        session = item.session or fallback
+        try:
+            check_session_id(session)
+        except CCMError:
+            session = slug_session_id(session)
+        item.session = session
+        by_session.setdefault(session, []).append(
+            BadLine(item.source, item.line or 0, item.offset or 0, item.error, item.raw, item.hint)
+        )
+    for session, lines in by_session.items():
+        store.quarantine(session, lines)
+
+
+def _read(item: Input) -> bytes:
+    if item.path is None:
+        return sys.stdin.buffer.read()
+    return item.path.read_bytes()
+
+
+def ingest(
+    store: Store,
+    paths: Iterable[str],
+    fmt: str = "auto",
+    session: str | None = None,
+    include_thinking: bool | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Import every input in `paths` into `store`; see the module docstring."""
+    if fmt != "auto" and fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}", FORMAT_HINT)
+    if session is not None:
+        check_session_id(session)
+    inputs = expand_inputs(paths)
+    config = store.config
+    options = ParseOptions(
+        session=session,
+        include_thinking=config.include_thinking if include_thinking is None else include_thinking,
+        max_line_bytes=config.max_line_bytes,
+    )
+    store.chats.mkdir(parents=True, exist_ok=True)
+    now = utc_now()
+    report = IngestReport(inputs=len(inputs))
+    for item in inputs:
+        data = _read(item)
+        try:
+            kind = fmt if fmt != "auto" else detect_format(data, item.name)
+            parsed = importer(kind)(data, item.name, options)
+        except FormatError as exc:
+            report.errors.append(str(exc))
+            continue
+        for found in parsed.sessions:
+            result = append_session(store, found, now)
+            if result.session in report.sessions:
+                previous = report.sessions[result.session]
+                previous.added += result.added
+                previous.duplicates += result.duplicates
+                previous.first_turn = previous.first_turn or result.first_turn
+                previous.last_turn = result.last_turn or previous.last_turn
+            else:
+                report.sessions[result.session] = result
+        report.skipped.update(parsed.skipped)
+        if parsed.rejected:
+            fallback = session or slug_session_id(os.path.basename(item.name).rsplit(".", 1)[0])
+            _quarantine(store, parsed.rejected, fallback if item.name != "-" else "stdin")
+            report.rejected.extend(parsed.rejected)
+        if progress is not None:
+            progress(item.size or len(data))
+    return report

@@ -1,0 +1,661 @@
+"""The store: the only code in ccm that touches the knowledge root on disk.
+
+Layout (see DESIGN.md)::
+
+    <root>/config.yaml
+    <root>/chats/<session>/raw.jsonl          append-only, never rewritten
+    <root>/chats/<session>/events.jsonl       append-only
+    <root>/chats/<session>/quarantine.jsonl   input lines ccm could not accept, verbatim
+    <root>/chats/<session>/*.yaml             derived, replaced atomically
+    <root>/.ccm/                              caches; always safe to delete
+
+Guarantees:
+
+* appends take an exclusive ``flock`` on the log itself, so the daemon, several
+  ``ccm ingest`` processes and CLI commands can append at once; each append is one
+  ``write`` of whole lines, fsynced on request;
+* a log whose last line is torn (a writer killed mid-line) is terminated before the
+  next append, so the fragment stays a separate, reported line and never corrupts a
+  new one;
+* derived files are replaced atomically: temp file in the same folder, flush, fsync,
+  ``os.replace``, fsync of the folder; the temp file is removed on error and carries
+  `TEMP_MARK` in its name so that a file watcher can ignore it;
+* reads are incremental from a byte offset, and a partial last line (a writer
+  mid-append) is left for a later read;
+* everything read is validated against ``schemas/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ccm import schemas
+from ccm.config import Config
+from ccm.config import load as load_config
+from ccm.errors import InvalidSessionId, SchemaError, UnknownSession
+
+log = logging.getLogger(__name__)
+
+ENV_HOME = "CCM_HOME"
+DEFAULT_ROOT = "~/.knowledge"
+TEMP_MARK = ".ccm-tmp"
+MAX_SESSION_ID = 128
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~+@=-]*")
+_READ_CHUNK = 1 << 20
+
+RAW = "raw.jsonl"
+EVENTS = "events.jsonl"
+QUARANTINE = "quarantine.jsonl"
+
+
+# ---------------------------------------------------------------------------
+# names and places
+
+
+def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
+    """The knowledge root: `root` if given, else ``$CCM_HOME``, else ``~/.knowledge``."""
+    if root is not None and str(root) != "":
+        chosen = Path(root)
+    elif os.environ.get(ENV_HOME):
+        chosen = Path(os.environ[ENV_HOME])
+    else:
+        chosen = Path(DEFAULT_ROOT)
+    return chosen.expanduser().absolute()
+
+
+def check_session_id(session_id: str) -> str:
+    """Return `session_id` if it is a safe folder name, else raise `InvalidSessionId`.
+
+    Allowed: letters, digits and ``. _ ~ + @ = -``, starting with a letter or digit,
+    at most 128 characters. That rules out ``..``, path separators, control
+    characters, hidden names and anything a shell or a file system treats specially.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidSessionId("empty session id", "give a name such as 'my-chat'")
+    printable = session_id.encode("unicode_escape").decode("ascii")
+    if len(session_id) > MAX_SESSION_ID:
+        raise InvalidSessionId(
+            f"session id is {len(session_id)} characters long",
+            f"use at most {MAX_SESSION_ID}",
+        )
+    if not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        raise InvalidSessionId(
+            f"invalid session id '{printable}'",
+            "use letters, digits and . _ ~ + @ = - only, starting with a letter or digit, "
+            "with no '..'",
+        )
+    return session_id
+
+
+def slug_session_id(name: str) -> str:
+    """A valid session id made from an arbitrary name (a file stem, a title)."""
+    slug = re.sub(r"[^A-Za-z0-9._~+@=-]+", "-", name).strip("-._~+@=")
+    slug = re.sub(r"\.{2,}", ".", slug)[:MAX_SESSION_ID].rstrip("-._~+@=")
+    return slug or "session"
+
+
+def is_temp_file(name: str) -> bool:
+    """True for ccm's own atomic-write temp files, which watchers must ignore."""
+    return TEMP_MARK in name
+
+
+def utc_now() -> str:
+    """Now as ISO-8601 UTC with milliseconds and a ``Z``."""
+    return iso_utc(datetime.now(UTC))
+
+
+def iso_utc(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------
+# atomic replace
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a reader sees the old or the new file, whole."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{path.name}{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(folder)
+
+
+# ---------------------------------------------------------------------------
+# JSON lines
+
+
+def dumps_line(record: dict[str, Any]) -> bytes:
+    """One compact JSON line, UTF-8, newline-terminated.
+
+    Lone surrogates (which an input can carry as ``\\ud800`` escapes) cannot be UTF-8
+    encoded; such a record is written with ASCII escapes instead, which reads back
+    to the identical string.
+    """
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return data + b"\n"
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """How far a log has been read: bytes consumed and whole lines consumed."""
+
+    offset: int = 0
+    line: int = 0
+
+
+@dataclass
+class BadLine:
+    """A line that is not a valid record; kept verbatim for the quarantine."""
+
+    path: str
+    line: int
+    offset: int
+    error: str
+    raw: bytes
+    hint: str | None = None
+
+    def describe(self) -> str:
+        text = f"{self.path}:{self.line}: {self.error}"
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+@dataclass
+class Line:
+    """One complete line of a log: its record, or why it is bad."""
+
+    number: int
+    offset: int
+    end: int
+    record: dict[str, Any] | None = None
+    bad: BadLine | None = None
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.end, self.number)
+
+
+def parse_line(
+    raw: bytes, path: str, number: int, offset: int, schema: str | None
+) -> dict[str, Any] | BadLine:
+    """Parse one JSON line (without its newline) and validate it against `schema`."""
+    try:
+        record = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        return BadLine(path, number, offset, f"invalid UTF-8 ({exc.reason})", raw)
+    except ValueError as exc:
+        return BadLine(path, number, offset, f"invalid JSON ({exc})", raw)
+    if not isinstance(record, dict):
+        return BadLine(
+            path, number, offset, f"expected a JSON object, found {type(record).__name__}", raw
+        )
+    if schema is not None:
+        why = schemas.problem(schema, record)
+        if why is not None:
+            return BadLine(path, number, offset, f"does not match {schema} schema: {why}", raw)
+    return record
+
+
+def scan_jsonl(path: Path, start: Cursor = Cursor(), schema: str | None = None) -> Iterator[Line]:
+    """Yield the complete lines of `path` after `start`; blank lines are skipped.
+
+    A last line without its newline is a writer mid-append: it is not yielded, and
+    the cursor of the last yielded line stops before it, so a later scan picks it up.
+    """
+    shown = str(path)
+    with open(path, "rb") as handle:
+        handle.seek(start.offset)
+        number = start.line
+        offset = start.offset
+        pending = b""
+        while True:
+            chunk = handle.read(_READ_CHUNK)
+            if not chunk:
+                return
+            pending += chunk
+            begin = 0
+            while True:
+                newline = pending.find(b"\n", begin)
+                if newline < 0:
+                    break
+                raw = pending[begin:newline]
+                number += 1
+                end = offset + newline + 1
+                line = Line(number, offset + begin, end)
+                if raw.strip():
+                    parsed = parse_line(raw.rstrip(b"\r"), shown, number, line.offset, schema)
+                    if isinstance(parsed, BadLine):
+                        line.bad = parsed
+                    else:
+                        line.record = parsed
+                    yield line
+                begin = newline + 1
+            offset += begin
+            pending = pending[begin:]
+
+
+# ---------------------------------------------------------------------------
+# locked appends
+
+
+class LockedLog:
+    """An append-only JSONL log held under an exclusive lock.
+
+    Use as a context manager. While it is held, no other ccm process appends to the
+    same log, so a reader of the tail (the last turn number, the known ids) and the
+    append that follows see one consistent file.
+    """
+
+    def __init__(self, path: Path, schema: str | None = None) -> None:
+        self.path = path
+        self.schema = schema
+        self._fd = -1
+
+    def __enter__(self) -> LockedLog:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def lines(self, start: Cursor = Cursor()) -> Iterator[Line]:
+        """Every complete line, read while the lock is held."""
+        return scan_jsonl(self.path, start, self.schema)
+
+    def last_record(self) -> dict[str, Any] | None:
+        """The last valid record, read backwards from the end (cheap on big logs)."""
+        size = self.size()
+        block = 64 * 1024
+        tail = b""
+        position = size
+        while position > 0:
+            step = min(block, position)
+            position -= step
+            tail = os.pread(self._fd, step, position) + tail
+            parts = tail.split(b"\n")
+            # parts[0] may be cut by the block boundary unless we reached the start
+            candidates = parts if position == 0 else parts[1:]
+            for raw in reversed(candidates):
+                if not raw.strip():
+                    continue
+                parsed = parse_line(raw, str(self.path), 0, 0, self.schema)
+                if isinstance(parsed, dict):
+                    return parsed
+            block *= 2
+        return None
+
+    def _ends_torn(self) -> bool:
+        size = self.size()
+        return size > 0 and os.pread(self._fd, 1, size - 1) != b"\n"
+
+    def append(self, records: list[dict[str, Any]], fsync: bool = True) -> int:
+        """Append whole lines in one write; returns the bytes written."""
+        if not records:
+            return 0
+        data = b"".join(dumps_line(record) for record in records)
+        if self._ends_torn():
+            log.warning(
+                "%s ends with a torn line (a writer stopped mid-line); "
+                "terminating it so that it stays separate",
+                self.path,
+            )
+            data = b"\n" + data
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(self._fd)
+        return len(data)
+
+
+# ---------------------------------------------------------------------------
+# the store
+
+
+@dataclass
+class SessionStats:
+    """What `ccm sessions` shows; cached under .ccm/ and updated incrementally."""
+
+    session: str
+    turns: int = 0
+    tokens: int = 0
+    first_ts: str | None = None
+    last_ts: str | None = None
+    last_turn: int = 0
+    roles: dict[str, int] = field(default_factory=dict)
+    bad_lines: int = 0
+    source: str | None = None
+    title: str | None = None
+    parent: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "turns": self.turns,
+            "tokens": self.tokens,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "last_turn": self.last_turn,
+            "roles": dict(sorted(self.roles.items())),
+            "bad_lines": self.bad_lines,
+            "source": self.source,
+            "title": self.title,
+            "parent": self.parent,
+        }
+
+
+class Store:
+    """A knowledge root on disk."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = resolve_root(root)
+        self._config: Config | None = None
+
+    # -- layout ----------------------------------------------------------
+    @property
+    def chats(self) -> Path:
+        return self.root / "chats"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / ".ccm"
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.yaml"
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.config_path)
+        return self._config
+
+    def init(self) -> list[Path]:
+        """Create the layout (and a config.yaml of defaults); returns what was created."""
+        from ccm.config import default_yaml
+
+        created = []
+        for folder in (self.root, self.chats, self.cache):
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                created.append(folder)
+        if not self.config_path.exists():
+            atomic_write(self.config_path, default_yaml().encode("utf-8"))
+            created.append(self.config_path)
+        return created
+
+    def session_dir(self, session_id: str) -> Path:
+        return self.chats / check_session_id(session_id)
+
+    def raw_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / RAW
+
+    def events_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / EVENTS
+
+    def quarantine_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / QUARANTINE
+
+    def sessions(self) -> list[str]:
+        """Every session folder under chats/, sorted by name."""
+        if not self.chats.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in self.chats.iterdir()
+            if entry.is_dir() and _SESSION_ID.fullmatch(entry.name)
+        )
+
+    def has_session(self, session_id: str) -> bool:
+        return self.session_dir(session_id).is_dir()
+
+    def require_session(self, session_id: str) -> Path:
+        folder = self.session_dir(session_id)
+        if not folder.is_dir():
+            known = self.sessions()
+            hint = "`ccm sessions` lists them" if known else "import one with `ccm ingest`"
+            raise UnknownSession(f"no session '{session_id}' under {self.chats}", hint)
+        return folder
+
+    # -- raw turns ---------------------------------------------------------
+    def lock_raw(self, session_id: str) -> LockedLog:
+        """The session's raw log, for a read-then-append under one lock."""
+        return LockedLog(self.raw_path(session_id), "raw_entry")
+
+    def scan_turns(self, session_id: str, start: Cursor = Cursor()) -> Iterator[Line]:
+        path = self.raw_path(session_id)
+        if not path.exists():
+            return iter(())
+        return scan_jsonl(path, start, "raw_entry")
+
+    def read_turns(
+        self, session_id: str, start: Cursor = Cursor()
+    ) -> tuple[list[dict[str, Any]], list[BadLine], Cursor]:
+        """Valid turns after `start`, the bad lines met, and the new cursor."""
+        turns: list[dict[str, Any]] = []
+        bad: list[BadLine] = []
+        cursor = start
+        for line in self.scan_turns(session_id, start):
+            cursor = line.cursor
+            if line.record is not None:
+                turns.append(line.record)
+            elif line.bad is not None:
+                bad.append(line.bad)
+        return turns, bad, cursor
+
+    # -- events ------------------------------------------------------------
+    def append_events(
+        self, session_id: str, events: list[dict[str, Any]], fsync: bool = True
+    ) -> list[dict[str, Any]]:
+        """Append events, giving each an ``evt_N`` id and a timestamp when missing."""
+        self.require_session(session_id)
+        with LockedLog(self.events_path(session_id), "event") as events_log:
+            last = events_log.last_record()
+            number = int(str(last["id"]).removeprefix("evt_")) if last else 0
+            stamped = []
+            for event in events:
+                number += 1
+                record = {"id": f"evt_{number}", "ts": event.get("ts") or utc_now(), **event}
+                record["id"] = f"evt_{number}"
+                why = schemas.problem("event", record)
+                if why is not None:
+                    raise SchemaError(self.events_path(session_id), None, f"bad event: {why}")
+                stamped.append(record)
+            events_log.append(stamped, fsync=fsync)
+        return stamped
+
+    def read_events(
+        self, session_id: str, start: Cursor = Cursor()
+    ) -> tuple[list[dict[str, Any]], list[BadLine], Cursor]:
+        path = self.events_path(session_id)
+        events: list[dict[str, Any]] = []
+        bad: list[BadLine] = []
+        cursor = start
+        if path.exists():
+            for line in scan_jsonl(path, start, "event"):
+                cursor = line.cursor
+                if line.record is not None:
+                    events.append(line.record)
+                elif line.bad is not None:
+                    bad.append(line.bad)
+        return events, bad, cursor
+
+    # -- quarantine --------------------------------------------------------
+    def quarantine(self, session_id: str, bad_lines: list[BadLine]) -> int:
+        """Keep `bad_lines` verbatim in the session's quarantine.jsonl.
+
+        A line already quarantined (same source, same offset) is not added twice, so
+        reading a damaged log again does not grow the quarantine.
+        """
+        if not bad_lines:
+            return 0
+        path = self.quarantine_path(session_id)
+        with LockedLog(path, "quarantine") as qlog:
+            seen = {
+                (line.record.get("source"), line.record.get("offset"), line.record.get("line"))
+                for line in qlog.lines()
+                if line.record is not None
+            }
+            records = []
+            for bad in bad_lines:
+                key = (bad.path, bad.offset, bad.line)
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    raw, encoding = bad.raw.decode("utf-8"), "utf-8"
+                except UnicodeDecodeError:
+                    raw, encoding = base64.b64encode(bad.raw).decode("ascii"), "base64"
+                records.append(
+                    {
+                        "ts": utc_now(),
+                        "source": bad.path,
+                        "line": bad.line,
+                        "offset": bad.offset,
+                        "error": bad.error,
+                        "hint": bad.hint,
+                        "raw": raw,
+                        "encoding": encoding,
+                    }
+                )
+            qlog.append(records, fsync=self.config.fsync)
+        return len(records)
+
+    # -- derived files -----------------------------------------------------
+    def write_derived(self, session_id: str, name: str, data: Any, schema: str) -> Path:
+        """Validate `data` and replace ``chats/<session>/<name>`` atomically as YAML."""
+        from ccm import yamlio
+
+        path = self.session_dir(session_id) / name
+        why = schemas.problem(schema, data)
+        if why is not None:
+            raise SchemaError(path, None, f"refusing to write: {why}")
+        atomic_write(path, yamlio.dumps(data).encode("utf-8"))
+        return path
+
+    def read_derived(self, session_id: str, name: str, schema: str) -> Any:
+        """Read a derived YAML file and validate it; a bad file is an error, not a default."""
+        from ccm import yamlio
+
+        path = self.session_dir(session_id) / name
+        data = yamlio.load_file(path)
+        why = schemas.problem(schema, data)
+        if why is not None:
+            raise SchemaError(path, None, why, "run `ccm rebuild` to regenerate it")
+        return data
+
+    # -- cached statistics -------------------------------------------------
+    def session_stats(self, session_id: str) -> SessionStats:
+        """Turns, tokens and activity of a session, read incrementally via .ccm/."""
+        from ccm import tokens
+
+        self.require_session(session_id)
+        raw = self.raw_path(session_id)
+        cache_file = self.cache / "stats" / f"{session_id}.json"
+        method = tokens.method_in_use()
+        stats = SessionStats(session_id)
+        cursor = Cursor()
+        try:
+            st = raw.stat()
+        except FileNotFoundError:
+            return stats
+        cached = _read_json(cache_file)
+        if (
+            cached
+            and cached.get("inode") == st.st_ino
+            and cached.get("method") == method
+            and cached.get("offset", 0) <= st.st_size
+        ):
+            stats = SessionStats(**cached["stats"])
+            cursor = Cursor(cached["offset"], cached["line"])
+            if cursor.offset == st.st_size:
+                return stats
+        for line in self.scan_turns(session_id, cursor):
+            cursor = line.cursor
+            turn = line.record
+            if turn is None:
+                stats.bad_lines += 1
+                continue
+            stats.turns += 1
+            stats.tokens += tokens.count_tokens(turn["content"])
+            stats.first_ts = stats.first_ts or turn["ts"]
+            stats.last_ts = turn["ts"]
+            stats.last_turn = max(stats.last_turn, turn["turn"])
+            stats.roles[turn["role"]] = stats.roles.get(turn["role"], 0) + 1
+            meta = turn.get("meta") or {}
+            stats.source = stats.source or turn.get("source")
+            stats.title = stats.title or meta.get("title")
+            stats.parent = stats.parent or meta.get("parent_session")
+        payload = {
+            "inode": st.st_ino,
+            "method": method,
+            "offset": cursor.offset,
+            "line": cursor.line,
+            "stats": stats.as_dict(),
+        }
+        with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
+            atomic_write(cache_file, json.dumps(payload).encode("utf-8"))
+        return stats
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

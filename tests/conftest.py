@@ -1,0 +1,44 @@
+"""Shared fixtures: every test gets its own knowledge root; no test touches ~/.knowledge."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ccm import tokens
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def ccm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point CCM_HOME at a fresh folder, and keep the BPE tokenizer as configured."""
+    home = tmp_path / "knowledge"
+    monkeypatch.setenv("CCM_HOME", str(home))
+    monkeypatch.delenv("CCM_LOG_LEVEL", raising=False)
+    tokens.set_method("bpe")
+    return home
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def copy_fixture(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Copy a file or folder from tests/fixtures into tmp_path and return the copy."""
+
+    def copy(relative: str) -> Path:
+        source = FIXTURES / relative
+        target = tmp_path / "inputs" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        else:
+            shutil.copy2(source, target)
+        return target
+
+    return copy
