@@ -175,7 +175,8 @@ def _print_ingest(report: Any) -> None:
     click.echo(
         f"{report.inputs} input{'s' if report.inputs != 1 else ''}: "
         f"{len(report.sessions)} session{'s' if len(report.sessions) != 1 else ''}, "
-        f"{report.turns_added} turns added, {report.duplicates} already present"
+        f"{report.turns_added} turn{'s' if report.turns_added != 1 else ''} added, "
+        f"{report.duplicates} already present"
     )
     for result in sessions:
         span = f" (turns {result.first_turn}-{result.last_turn})" if result.added else ""
@@ -205,11 +206,11 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"No sessions under {store.chats} yet; import some with `ccm ingest`.")
         return
     width = max(len("SESSION"), *(len(s.session) for s in stats))
-    click.echo(f"{'SESSION':<{width}}  {'TURNS':>6}  {'TOKENS':>8}  {'FIRST':<20}  {'LAST':<20}")
+    click.echo(f"{'SESSION':<{width}}  {'TURNS':>6}  {'TOKENS':>8}  {'FIRST':<19}  LAST")
     for s in stats:
         click.echo(
             f"{s.session:<{width}}  {s.turns:>6}  {s.tokens:>8}  "
-            f"{_short_ts(s.first_ts):<20}  {_short_ts(s.last_ts):<20}"
+            f"{_short_ts(s.first_ts):<19}  {_short_ts(s.last_ts)}"
         )
     if any(s.bad_lines for s in stats):
         bad = [f"{s.session} ({s.bad_lines})" for s in stats if s.bad_lines]
@@ -258,3 +259,7 @@ def show(ctx: click.Context, session: str, turn_range: str | None, as_json: bool
     if bad:
         store.quarantine(session, bad)
         _fail([f"{b.describe()}; the line is kept in quarantine.jsonl" for b in bad])
+
+
+if __name__ == "__main__":
+    main()

@@ -216,7 +216,7 @@ def parse_line(
 ) -> dict[str, Any] | BadLine:
     """Parse one JSON line (without its newline) and validate it against `schema`."""
     try:
-        record = json.loads(raw)
+        record = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
     except UnicodeDecodeError as exc:
         return BadLine(path, number, offset, f"invalid UTF-8 ({exc.reason})", raw)
     except ValueError as exc:

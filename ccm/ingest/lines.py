@@ -46,7 +46,7 @@ def json_lines(
             )
             continue
         try:
-            value = json.loads(raw)
+            value = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
         except UnicodeDecodeError as exc:
             yield (
                 number,

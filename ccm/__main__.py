@@ -1,0 +1,5 @@
+"""`python -m ccm` runs the CLI."""
+
+from ccm.cli import main
+
+main()

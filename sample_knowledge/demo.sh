@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make demo`: ccm's main job on the bundled sample knowledge.
+# The bundled root (sample_knowledge/) was built by ccm itself from sources/*.jsonl;
+# the demo works on a copy so the repository is never modified.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+root="$work/knowledge"
+cp -r "$here" "$root"
+
+step() { printf '\n$ %s\n' "$*"; "$@"; }
+
+step ccm --version
+echo
+echo "# Re-importing the sources adds nothing: ingest is idempotent."
+step ccm --root "$root" ingest "$root/sources"
+echo
+echo "# A longer version of a session appends only its new turns."
+cp "$root/sources/reading-notes.jsonl" "$work/reading-notes.jsonl"
+printf '%s\n' '{"role": "user", "content": "One more: does interleaving subjects help?", "ts": "2026-03-07T08:20:00Z"}' >> "$work/reading-notes.jsonl"
+step ccm --root "$root" ingest "$work/reading-notes.jsonl"
+step ccm --root "$root" sessions
+step ccm --root "$root" show ledger-sync --turns 7:7
