@@ -1,0 +1,64 @@
+"""Token counting: the real BPE offline, and a documented estimate as fallback."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ccm import tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", 0),
+        ("hello world", 2),
+        ("Always keep amounts as integer cents, never floats.", 10),
+        ("tiktoken is great!", 6),
+    ],
+)
+def test_bpe_counts_match_cl100k_base(text: str, expected: int) -> None:
+    assert tokens.method_in_use() == "bpe"
+    assert tokens.count_tokens(text) == expected
+
+
+def test_special_token_text_is_counted_as_text() -> None:
+    assert tokens.count_tokens("<|endoftext|>") > 1
+
+
+def test_a_tampered_vocabulary_falls_back_to_the_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tokens, "CL100K_SHA256", "0" * 64)
+    monkeypatch.setattr(tokens, "_encode", None)
+    monkeypatch.setattr(tokens, "_bpe_failed", False)
+    text = "The quick brown fox jumps over the lazy dog."
+    assert tokens.count_tokens(text) == tokens.estimate_tokens(text)
+    assert tokens.method_in_use() == "estimate"
+
+
+def test_estimate_method_from_config() -> None:
+    tokens.set_method("estimate")
+    assert tokens.count_tokens("one two three") == tokens.estimate_tokens("one two three") == 3
+    with pytest.raises(ValueError, match="bpe or estimate"):
+        tokens.set_method("words")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We decided to use SQLite with WAL mode because there is a single writer. " * 20,
+        'def parse(row: dict[str, str]) -> int:\n    return int(row["amount"]) * 100\n' * 20,
+        '{"type":"assistant","message":{"id":"msg_01","content":[{"type":"text"}]}}\n' * 20,
+    ],
+)
+def test_estimate_stays_close_and_errs_high_on_prose_code_and_json(text: str) -> None:
+    real = tokens.count_tokens(text)
+    assert real * 0.95 <= tokens.estimate_tokens(text) <= real * 1.35
+
+
+@given(st.text())
+def test_counts_are_never_negative_and_empty_is_zero(text: str) -> None:
+    assert tokens.estimate_tokens(text) >= 0
+    assert (tokens.count_tokens(text) == 0) == (text == "")
