@@ -165,9 +165,11 @@ def _reject(conversation: Any, index: int, name: str) -> Rejected:
 
 
 def _forced_id(session: str | None, index: int, several: bool) -> str | None:
-    if session is None:
-        return None
-    return f"{session}-{index}" if several else session
+    """--session names the only conversation, or numbers them all (kept within the limit)."""
+    if session is None or not several:
+        return session
+    suffix = f"-{index}"
+    return session[: MAX_SESSION_ID - len(suffix)].rstrip("-._~+@=") + suffix
 
 
 def _session_id(source_id: str | None, title: str, conversation: dict[str, Any]) -> str:
@@ -213,15 +215,16 @@ def _branch(mapping: dict[str, Any], current: Any) -> list[Node]:
 
 
 def _last_leaf(mapping: dict[str, Any]) -> str | None:
+    """The last node reached from the root by last children, before any cycle closes."""
     current = _root(mapping)
+    leaf = current
     seen: set[str] = set()
     while current is not None and current not in seen:
         seen.add(current)
+        leaf = current
         children = _known_children(mapping, mapping[current])
-        if not children:
-            break
-        current = children[-1]
-    return current
+        current = children[-1] if children else None
+    return leaf
 
 
 def _root(mapping: dict[str, Any]) -> str | None:
