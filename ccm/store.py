@@ -219,7 +219,7 @@ def parse_line(
         record = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
     except UnicodeDecodeError as exc:
         return BadLine(path, number, offset, f"invalid UTF-8 ({exc.reason})", raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return BadLine(path, number, offset, f"invalid JSON ({exc})", raw)
     if not isinstance(record, dict):
         return BadLine(

@@ -201,7 +201,7 @@ class _Parser:
                 tool["name"] = self.tool_names[call_id]
             turn_id: str | None = f"result:{call_id}"
         else:
-            turn_id = f"{uuid}#{index}" if uuid else None
+            turn_id = f"{uuid}#result{index}" if uuid else None
         meta: dict[str, Any] = {"is_error": True} if block.get("is_error") is True else {}
         text = _result_text(block.get("content"))
         builder.session.turns.append(
@@ -298,7 +298,7 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     parsed = parser.parsed
     records: list[_Record] = []
     title: str | None = None
-    for number, offset, raw, value in json_lines(data, name, options, fallback):
+    for number, offset, raw, value in json_lines(data, name, options, fallback, parsed.skipped):
         if isinstance(value, Rejected):
             parsed.rejected.append(value)
             continue

@@ -66,7 +66,7 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     session_id = options.session or default_session(name, "stdin")
     session = SourceSession(session_id, "jsonl")
     parsed = Parsed(sessions=[session])
-    for number, offset, raw, value in json_lines(data, name, options, session_id):
+    for number, offset, raw, value in json_lines(data, name, options, session_id, parsed.skipped):
         if isinstance(value, Rejected):
             parsed.rejected.append(value)
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,12 +11,19 @@ from ccm.ingest.model import ParseOptions, Rejected
 
 
 def json_lines(
-    data: bytes, name: str, options: ParseOptions, session: str | None
+    data: bytes,
+    name: str,
+    options: ParseOptions,
+    session: str | None,
+    skipped: Counter[str] | None = None,
 ) -> Iterator[tuple[int, int, bytes, Any | Rejected]]:
     """Yield ``(line_number, offset, raw, value_or_rejected)`` for each non-blank line.
 
     A line that is too long, not UTF-8 or not JSON becomes a `Rejected` naming the
-    file and line, to be quarantined in `session`; the other lines still import.
+    file and line, to be quarantined in `session`; the other lines still import. An
+    unterminated last line that does not parse is a writer mid-line (a live
+    transcript): it is counted in `skipped` as ``incomplete_last_line`` and left for
+    the next import, not reported as an error.
     """
     offset = 0
     number = 0
@@ -45,6 +53,12 @@ def json_lines(
                 ),
             )
             continue
+        if newline < 0 and skipped is not None:
+            try:
+                json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
+                skipped["incomplete_last_line"] += 1
+                return
         try:
             value = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
         except UnicodeDecodeError as exc:
@@ -63,7 +77,7 @@ def json_lines(
                 ),
             )
             continue
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             yield (
                 number,
                 start,

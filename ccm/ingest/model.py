@@ -101,10 +101,10 @@ def normalise_ts(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        seconds = float(value)
-        if seconds > 1e11:  # milliseconds
-            seconds /= 1000.0
         try:
+            seconds = float(value)
+            if seconds > 1e11:  # milliseconds
+                seconds /= 1000.0
             return epoch_to_iso(seconds)
         except (OverflowError, OSError, ValueError):
             return None

@@ -86,8 +86,16 @@ def _json_kind(value: Any) -> str | None:
 def _line_kind(value: Any) -> str | None:
     if not isinstance(value, dict):
         return None
-    if value.get("type") in _CLAUDE_TYPES and (
-        {"uuid", "sessionId", "message", "leafUuid"} & value.keys()
+    kind = value.get("type")
+    # a bare {"type": "user"} could be anything; Claude Code's own bookkeeping records
+    # (snapshots, progress) are unmistakable even without ids
+    if (
+        isinstance(kind, str)
+        and kind in _CLAUDE_TYPES
+        and (
+            kind not in ("user", "assistant")
+            or {"uuid", "sessionId", "message", "leafUuid"} & value.keys()
+        )
     ):
         return "claude-code"
     if "role" in value and "content" in value:
@@ -95,14 +103,17 @@ def _line_kind(value: Any) -> str | None:
     return None
 
 
-def detect_format(data: bytes, name: str) -> str:
-    """Recognise an input by its content; raise `FormatError` when it is none of ours."""
+def detect_format(data: bytes, name: str) -> str | None:
+    """Recognise an input by its content; None for an empty input (nothing to import);
+    raise `FormatError` when it is none of ours."""
+    if not data.strip():
+        return None
     if data.startswith(b"PK\x03\x04"):
         return "chatgpt"
     if data.lstrip()[:1] in (b"[", b"{"):
         try:
-            kind = _json_kind(json.loads(data))
-        except ValueError:
+            kind = _json_kind(json.loads(data.decode("utf-8-sig")))
+        except (ValueError, RecursionError):
             kind = None
         if kind:
             return kind
@@ -110,8 +121,8 @@ def detect_format(data: bytes, name: str) -> str:
         if not raw.strip():
             continue
         try:
-            kind = _line_kind(json.loads(raw))
-        except ValueError:
+            kind = _line_kind(json.loads(raw.decode("utf-8")))
+        except (ValueError, RecursionError):
             continue
         if kind:
             return kind
@@ -398,6 +409,9 @@ def ingest(
         data = _read(item)
         try:
             kind = fmt if fmt != "auto" else detect_format(data, item.name)
+            if kind is None:
+                report.skipped["empty_input"] += 1
+                continue
             parsed = importer(kind)(data, item.name, options)
         except FormatError as exc:
             report.errors.append(str(exc))

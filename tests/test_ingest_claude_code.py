@@ -1,0 +1,450 @@
+"""`ccm ingest` of Claude Code transcripts: merged messages, tool turns, subagents, live files.
+
+The expected numbers below were counted by hand from the fixture files, with the rules
+of ccm/ingest/claude_code.py: the records of one assistant message (same message.id)
+are one turn; each tool_result block is a turn of role tool; an isMeta user record is
+a system turn; sidechain records go to ``<session>~agent-<8 hex of the root uuid>``;
+summary and unknown record types are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ccm.cli import main
+
+S1 = "1af7fc5e-8455-4414-9ccd-011d40f70b2a"
+S2 = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+MERGED = "msg_018mu4atNCkxSiLt7VVQquTL"  # lines 6-10 of S1: five tool_use records
+
+
+def ccm(*args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), input=input)
+
+
+def raw_entries(home: Path, session: str) -> list[dict[str, Any]]:
+    path = home / "chats" / session / "raw.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def file_records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+# -- every fixture, counted by hand ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fixture", "sessions", "exit_code", "rejected", "skipped"),
+    [
+        # 1 user + 1 isMeta system + 7 assistant messages (13 records) + 12 tool results
+        (f"{S1}.jsonl", {S1: 21}, 0, 0, {}),
+        # main: 1 user + 1 system + 11 assistant messages + 12 tool results;
+        # subagent rooted at 6340ddef: 1 user + 3 assistant messages + 2 tool results;
+        # subagent rooted at 83e2917c: 1 user + 7 assistant messages + 6 tool results
+        (
+            f"{S2}.jsonl",
+            {S2: 25, f"{S2}~agent-6340ddef": 6, f"{S2}~agent-83e2917c": 14},
+            0,
+            0,
+            {},
+        ),
+        # lines 1-9, 12, 17, 18 are turns (17 is another session's record, kept here);
+        # 10 and 11 lack message.content, 13, 15, 16 are not objects; 14 has no type
+        ("edge_cases.jsonl", {"edge_cases": 12}, 1, 5, {"summary": 1, "untyped": 1}),
+        ("representative_messages.jsonl", {"test_session": 11}, 0, 0, {"summary": 1}),
+        ("session_b.jsonl", {"session_b": 3}, 0, 0, {}),
+        ("todowrite_examples.jsonl", {"todowrite_session": 11}, 0, 0, {"summary": 1}),
+    ],
+)
+def test_each_fixture_gives_the_sessions_and_turns_counted_by_hand(
+    fixture: str,
+    sessions: dict[str, int],
+    exit_code: int,
+    rejected: int,
+    skipped: dict[str, int],
+    copy_fixture: Any,
+    ccm_home: Path,
+) -> None:
+    path = copy_fixture(f"claude-code/{fixture}")
+
+    result = ccm("ingest", str(path), "--json")
+
+    assert result.exit_code == exit_code, result.stderr
+    report = json.loads(result.stdout)
+    assert {s["session"]: s["added"] for s in report["sessions"]} == sessions
+    assert report["turns_added"] == sum(sessions.values())
+    assert len(report["rejected"]) == rejected
+    assert report["skipped"] == skipped
+    assert sorted(p.name for p in (ccm_home / "chats").iterdir()) == sorted(sessions)
+    for session, turns in sessions.items():
+        entries = raw_entries(ccm_home, session)
+        assert [e["turn"] for e in entries] == list(range(1, turns + 1))
+        assert {e["source"] for e in entries} == {"claude-code"}
+
+
+# -- merging records into turns -------------------------------------------------------
+
+
+def test_records_of_one_message_are_one_turn(copy_fixture: Any, ccm_home: Path) -> None:
+    path = copy_fixture(f"claude-code/{S1}.jsonl")
+    uuids = [r["uuid"] for r in file_records(path) if r.get("message", {}).get("id") == MERGED]
+    assert len(uuids) == 5
+
+    assert ccm("ingest", str(path)).exit_code == 0
+
+    [turn] = [e for e in raw_entries(ccm_home, S1) if e.get("id") == MERGED]
+    assert turn["role"] == "assistant"
+    lines = turn["content"].split("\n")
+    assert len(lines) == 5
+    assert all(line.startswith("[tool_use] ") for line in lines)
+    assert lines[0].startswith("[tool_use] Bash {")
+    assert turn["meta"]["parts"] == uuids
+    assert [c["name"] for c in turn["meta"]["tool_calls"]] == [
+        "Bash",
+        "Glob",
+        "Glob",
+        "Glob",
+        "Glob",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("call_id", "name"),
+    [
+        ("toolu_01FHpVtawG6NqQ943umBMky8", "TodoWrite"),
+        ("toolu_01UwiR8tuGvGJN2J7BW4KbPx", "Bash"),  # answered after two other results
+        ("toolu_01QhjL1byZZsWexdkc7SBXUi", "Glob"),
+        ("toolu_01LM7vfs6eMdhHJokVajzJA1", "Write"),
+    ],
+)
+def test_tool_results_are_tool_turns_named_after_their_call(
+    call_id: str, name: str, copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture(f"claude-code/{S1}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+
+    [turn] = [e for e in raw_entries(ccm_home, S1) if e.get("id") == f"result:{call_id}"]
+    assert turn["role"] == "tool"
+    assert turn["tool"] == {"id": call_id, "name": name}
+
+
+def test_injected_meta_text_is_a_system_turn(copy_fixture: Any, ccm_home: Path) -> None:
+    path = copy_fixture(f"claude-code/{S1}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+
+    first, second = raw_entries(ccm_home, S1)[:2]
+    assert first["role"] == "user"
+    assert first["content"].startswith("<command-message>init is analyzing")
+    assert second["role"] == "system"
+    assert second["meta"] == {"injected": True}
+    assert second["content"].startswith("Please analyze this codebase")
+
+
+# -- subagents --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("agent", "first_words"),
+    [("6340ddef", "Examine the package.json"), ("83e2917c", "Analyze the current project")],
+)
+def test_subagent_sessions_name_their_parent(
+    agent: str, first_words: str, copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture(f"claude-code/{S2}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+
+    entries = raw_entries(ccm_home, f"{S2}~agent-{agent}")
+    assert entries[0]["role"] == "user"
+    assert entries[0]["content"].startswith(first_words)
+    assert entries[0]["meta"]["parent_session"] == S2
+    assert all("parent_session" not in e.get("meta", {}) for e in entries[1:])
+    # the parent holds none of the subagent's turns (only the Task call that started it)
+    parent_ids = {e["id"] for e in raw_entries(ccm_home, S2)}
+    assert parent_ids.isdisjoint(e["id"] for e in entries)
+    assert "parent_session" not in raw_entries(ccm_home, S2)[0].get("meta", {})
+
+
+# -- thinking ---------------------------------------------------------------------------
+
+
+THINKING = [
+    {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": "think-1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "Is 91 prime?"},
+    },
+    {
+        "type": "assistant",
+        "uuid": "a1",
+        "sessionId": "think-1",
+        "timestamp": "2026-01-01T00:00:01Z",
+        "message": {
+            "id": "msg_t",
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "91 = 7 * 13", "signature": "c2ln"}],
+        },
+    },
+    {
+        "type": "assistant",
+        "uuid": "a2",
+        "sessionId": "think-1",
+        "timestamp": "2026-01-01T00:00:02Z",
+        "message": {
+            "id": "msg_t",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "No: 91 is 7 times 13."}],
+        },
+    },
+]
+
+
+@pytest.mark.parametrize(
+    ("flags", "content", "skipped"),
+    [
+        ([], "No: 91 is 7 times 13.", {"thinking": 1}),
+        (["--no-thinking"], "No: 91 is 7 times 13.", {"thinking": 1}),
+        (["--thinking"], "[thinking] 91 = 7 * 13\nNo: 91 is 7 times 13.", {}),
+    ],
+)
+def test_thinking_is_left_out_unless_asked_for(
+    flags: list[str], content: str, skipped: dict[str, int], tmp_path: Path, ccm_home: Path
+) -> None:
+    path = tmp_path / "think.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in THINKING), encoding="utf-8")
+
+    result = ccm("ingest", str(path), "--json", *flags)
+
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["skipped"] == skipped
+    user, assistant = raw_entries(ccm_home, "think-1")
+    assert user["content"] == "Is 91 prime?"
+    assert assistant["content"] == content
+
+
+def test_text_after_a_tool_result_without_id_is_kept(tmp_path: Path, ccm_home: Path) -> None:
+    record = {
+        "type": "user",
+        "uuid": "u1",
+        "sessionId": "mixed",
+        "message": {
+            "content": [
+                {"type": "text", "text": "before"},
+                {"type": "tool_result", "content": "result without id"},
+                {"type": "text", "text": "after"},
+            ]
+        },
+    }
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+    result = ccm("ingest", str(path), "--json")
+
+    assert json.loads(result.stdout)["duplicates"] == 0
+    entries = raw_entries(ccm_home, "mixed")
+    assert [(e["role"], e["content"]) for e in entries] == [
+        ("user", "before"),
+        ("tool", "result without id"),
+        ("user", "after"),
+    ]
+
+
+# -- records that are not turns -----------------------------------------------------------
+
+
+def test_non_conversation_records_are_skipped_and_counted(tmp_path: Path, ccm_home: Path) -> None:
+    records = [
+        {"type": "summary", "summary": "Primes", "leafUuid": "a1"},
+        {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}},
+        {"type": "user", "uuid": "u1", "sessionId": "skips", "message": {"content": "hi"}},
+        {"type": "system", "uuid": "s1", "sessionId": "skips", "subtype": "turn_duration"},
+        {"type": "progress", "uuid": "p1", "sessionId": "skips", "data": {"n": 1}},
+        {"type": "wibble", "uuid": "w1", "sessionId": "skips", "message": {"content": "?"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "skips",
+            "message": {"id": "m1", "content": [{"type": "text", "text": "hello"}]},
+        },
+    ]
+    path = tmp_path / "skips.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+    result = ccm("ingest", str(path), "--json")
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    report = json.loads(result.stdout)
+    assert report["skipped"] == {
+        "file-history-snapshot": 1,
+        "progress": 1,
+        "summary": 1,
+        "system": 1,
+        "wibble": 1,
+    }
+    assert report["rejected"] == []
+    entries = raw_entries(ccm_home, "skips")
+    assert [(e["role"], e["content"]) for e in entries] == [("user", "hi"), ("assistant", "hello")]
+    assert entries[0]["meta"]["title"] == "Primes"
+    assert not (ccm_home / "chats" / "skips" / "quarantine.jsonl").exists()
+
+
+def test_skipped_records_are_listed_in_the_summary(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        '{"type":"summary","summary":"t","leafUuid":"x"}\n'
+        '{"type":"wibble","uuid":"w","sessionId":"s"}\n'
+        '{"type":"user","uuid":"u","sessionId":"s","message":{"content":"hi"}}\n',
+        encoding="utf-8",
+    )
+
+    result = ccm("ingest", str(path))
+
+    assert result.exit_code == 0
+    assert "Skipped on purpose: summary 1, wibble 1" in result.stdout
+    assert "s  +1 (turns 1-1)  [claude-code]" in result.stdout
+
+
+# -- idempotency ------------------------------------------------------------------------
+
+
+def test_importing_the_fixture_folder_twice_adds_nothing(copy_fixture: Any, ccm_home: Path) -> None:
+    folder = copy_fixture("claude-code")
+
+    first = ccm("ingest", str(folder), "--json")
+    before = snapshot(ccm_home)
+    second = ccm("ingest", str(folder), "--json")
+
+    assert first.exit_code == 1  # edge_cases.jsonl has 5 bad lines
+    assert json.loads(first.stdout)["turns_added"] == 21 + 25 + 6 + 14 + 12 + 11 + 3 + 11
+    report = json.loads(second.stdout)
+    assert report["turns_added"] == 0
+    assert report["duplicates"] == json.loads(first.stdout)["turns_added"]
+    assert second.exit_code == 1  # the same bad lines are reported again ...
+    assert snapshot(ccm_home) == before  # ... but nothing on disk changes
+
+
+# -- a transcript read while Claude Code is still writing it -----------------------------------
+
+
+def test_a_growing_transcript_loses_nothing(
+    copy_fixture: Any, tmp_path: Path, ccm_home: Path
+) -> None:
+    full = copy_fixture(f"claude-code/{S1}.jsonl")
+    lines = full.read_bytes().splitlines(keepends=True)
+    # line 7 is the 2nd of the 5 records of MERGED: the cut falls inside the message
+    assert json.loads(lines[6])["message"]["id"] == MERGED
+    assert json.loads(lines[7])["message"]["id"] == MERGED
+    live = tmp_path / "live" / full.name
+    live.parent.mkdir()
+
+    live.write_bytes(b"".join(lines[:7]))
+    first = ccm("ingest", str(live), "--json")
+    live.write_bytes(b"".join(lines))
+    second = ccm("ingest", str(live), "--json")
+    one_shot = ccm("--root", str(tmp_path / "one-shot"), "ingest", str(full), "--json")
+
+    assert (first.exit_code, second.exit_code, one_shot.exit_code) == (0, 0, 0)
+    assert json.loads(first.stdout)["turns_added"] == 5
+    entries = raw_entries(ccm_home, S1)
+    fresh = raw_entries(tmp_path / "one-shot", S1)
+    continuations = [e for e in entries if "continues" in e.get("meta", {})]
+    assert len(fresh) == 21
+    assert len(continuations) == 1
+    assert len(entries) == len(fresh) + len(continuations)
+    assert [e["turn"] for e in entries] == list(range(1, len(entries) + 1))
+
+    [more] = continuations
+    uuids = [json.loads(line)["uuid"] for line in lines[5:10]]
+    assert more["meta"]["continues"] == MERGED
+    assert more["meta"]["parts"] == uuids[2:]
+    [head] = [e for e in entries if e.get("id") == MERGED]
+    assert head["meta"]["parts"] == uuids[:2]
+    assert more["turn"] > head["turn"]
+
+    def tool_lines(turns: list[dict[str, Any]]) -> Counter[str]:
+        return Counter(
+            line
+            for turn in turns
+            for line in turn["content"].split("\n")
+            if line.startswith("[tool_use] ")
+        )
+
+    calls = [
+        block
+        for record in file_records(full)
+        if record["type"] == "assistant"
+        for block in record["message"]["content"]
+        if block["type"] == "tool_use"
+    ]
+    assert tool_lines(entries) == tool_lines(fresh)
+    assert sum(tool_lines(entries).values()) == len(calls) == 12
+    for call in calls:
+        assert any(f"[tool_use] {call['name']} " in line for line in tool_lines(entries))
+    # every tool result is there once
+    result_ids = [e["id"] for e in entries if e["role"] == "tool"]
+    assert sorted(result_ids) == sorted(f"result:{call['id']}" for call in calls)
+
+
+def test_a_transcript_caught_mid_line_is_not_an_error(
+    copy_fixture: Any, tmp_path: Path, ccm_home: Path
+) -> None:
+    full = copy_fixture(f"claude-code/{S1}.jsonl")
+    lines = full.read_bytes().splitlines(keepends=True)
+    live = tmp_path / "live" / full.name
+    live.parent.mkdir()
+    live.write_bytes(b"".join(lines[:7]) + lines[7][:60])  # line 8 is half written
+
+    first = ccm("ingest", str(live))
+    live.write_bytes(b"".join(lines))
+    second = ccm("ingest", str(live))
+
+    assert len(raw_entries(ccm_home, S1)) == 22
+    assert not (ccm_home / "chats" / S1 / "quarantine.jsonl").exists()
+    assert (first.exit_code, first.stderr) == (0, "")
+    assert second.exit_code == 0
+
+
+# -- bad lines ----------------------------------------------------------------------------
+
+
+def test_bad_lines_are_quarantined_verbatim(copy_fixture: Any, ccm_home: Path) -> None:
+    path = copy_fixture("claude-code/edge_cases.jsonl")
+    source_lines = path.read_text(encoding="utf-8").split("\n")
+    quarantine = ccm_home / "chats" / "edge_cases" / "quarantine.jsonl"
+
+    result = ccm("ingest", str(path))
+
+    assert result.exit_code == 1
+    for line in (10, 11, 13, 15, 16):
+        assert f"Error: {path}:{line}: " in result.stderr
+    assert result.stderr.count("Error: ") == 5
+    assert "Rejected 5 line(s)" in result.stdout
+    records = [json.loads(line) for line in quarantine.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["line"] for r in records) == [10, 11, 13, 15, 16]
+    for record in records:
+        assert record["source"] == str(path)
+        assert record["error"]
+        assert record["encoding"] == "utf-8"
+        assert record["raw"] == source_lines[record["line"] - 1]
+    by_line = {r["line"]: r for r in records}
+    assert "without message.content" in by_line[10]["error"]
+    assert "found int" in by_line[15]["error"]
+
+    before = quarantine.read_bytes()
+    again = ccm("ingest", str(path))
+
+    assert again.exit_code == 1
+    assert quarantine.read_bytes() == before
