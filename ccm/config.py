@@ -14,7 +14,14 @@ context.tail_messages          10         latest messages kept verbatim
 context.tail_tokens            12000      token cap of that preserved tail
 context.keep_tool_results      3          tool results kept whole; older ones become a line
 segments.time_gap_minutes      120        a pause this long starts a new segment
+segments.min_turns             4          turns before a cohesion drop may split a segment
+segments.max_turns             60         a segment this long is closed at the next user turn
+segments.summary_tokens        80         token cap of a segment summary
 working.capacity               4          active efforts in the working context
+lifecycle.fresh_turns          6          a segment this recent is fresh
+lifecycle.stale_turns          60         unreferenced this long: stale
+lifecycle.compress_turns       300        this far back: compressed (summary only)
+lifecycle.archive_turns        1500       this far back: archived (recall only)
 =============================  =========  ==================================================
 """
 
@@ -38,8 +45,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "tail_tokens": 12_000,
         "keep_tool_results": 3,
     },
-    "segments": {"time_gap_minutes": 120},
+    "segments": {"time_gap_minutes": 120, "min_turns": 4, "max_turns": 60, "summary_tokens": 80},
     "working": {"capacity": 4},
+    "lifecycle": {
+        "fresh_turns": 6,
+        "stale_turns": 60,
+        "compress_turns": 300,
+        "archive_turns": 1500,
+    },
 }
 
 

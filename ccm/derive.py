@@ -1,0 +1,145 @@
+"""Keeping a session's derived tiers current: incremental update and full rebuild.
+
+The engine state is cached in ``.ccm/engine/<session>.json`` together with how far
+``raw.jsonl`` was read (byte offset, inode) and the parameters it was built with. An
+update folds only the turns appended since, then renders the tiers; a missing,
+stale or unreadable cache, a truncated or replaced log, or changed parameters mean
+a rebuild from the first turn. Either way the files are the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccm import yamlio
+from ccm.engine.fold import Params, State, fold, new_state
+from ccm.engine.render import Tiers, render
+from ccm.store import Cursor, Store, atomic_write
+
+log = logging.getLogger(__name__)
+
+FILES = (("manifest.yaml", "manifest"), ("open.yaml", "open"), ("working.yaml", "working"))
+
+
+@dataclass
+class Derived:
+    session: str
+    turns_folded: int
+    rebuilt: bool
+    written: list[str]
+    tiers: Tiers
+    state: State
+
+
+def cache_path(store: Store, session: str) -> Path:
+    return store.cache / "engine" / f"{session}.json"
+
+
+def _load_cache(
+    store: Store, session: str, params: Params
+) -> tuple[State, Cursor] | tuple[None, None]:
+    path = cache_path(store, session)
+    raw = store.raw_path(session)
+    try:
+        cached = json.loads(path.read_bytes())
+        st = raw.stat()
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(cached, dict):
+        return None, None
+    if cached.get("key") != params.key():
+        log.info("%s: engine parameters changed; rebuilding", session)
+        return None, None
+    if cached.get("inode") != st.st_ino or int(cached.get("offset", -1)) > st.st_size:
+        log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", session)
+        return None, None
+    state = cached.get("state")
+    if not isinstance(state, dict) or state.get("session") != session:
+        return None, None
+    return state, Cursor(int(cached["offset"]), int(cached["line"]))
+
+
+def _save_cache(store: Store, session: str, params: Params, state: State, cursor: Cursor) -> None:
+    raw = store.raw_path(session)
+    payload = {
+        "key": params.key(),
+        "inode": raw.stat().st_ino if raw.exists() else None,
+        "offset": cursor.offset,
+        "line": cursor.line,
+        "state": state,
+    }
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    try:
+        atomic_write(cache_path(store, session), data.encode("utf-8", "surrogatepass"))
+    except OSError as exc:  # a cache that cannot be written only costs time
+        log.warning("cannot write the engine cache for %s: %s", session, exc)
+
+
+def tiers_yaml(tiers: Tiers) -> dict[str, str]:
+    """The text of each derived file."""
+    return {
+        "manifest.yaml": yamlio.dumps(tiers.manifest),
+        "open.yaml": yamlio.dumps(tiers.open),
+        "working.yaml": yamlio.dumps(tiers.working),
+    }
+
+
+def update(store: Store, session: str, rebuild: bool = False) -> Derived:
+    """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""
+    store.require_session(session)
+    config = store.config
+    params = Params.from_config(config)
+    state: State | None
+    cursor: Cursor | None
+    state, cursor = (None, None) if rebuild else _load_cache(store, session, params)
+    rebuilt = state is None
+    if state is None or cursor is None:
+        state, cursor = new_state(session), Cursor()
+    turns, bad, cursor = store.read_turns(session, cursor)
+    if bad:
+        store.quarantine(session, bad)
+        for line in bad:
+            log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
+    fold(state, turns, params)
+    events, bad_events, _ = store.read_events(session)
+    if bad_events:
+        for line in bad_events:
+            log.warning("%s; this event is ignored", line.describe())
+    tiers = render(state, events, config)
+    written = _write(store, session, tiers)
+    _save_cache(store, session, params, state, cursor)
+    return Derived(session, len(turns), rebuilt, written, tiers, state)
+
+
+def _write(store: Store, session: str, tiers: Tiers) -> list[str]:
+    """Replace each derived file whose content changed; returns the names written."""
+    from ccm import schemas
+    from ccm.errors import SchemaError
+
+    written = []
+    folder = store.session_dir(session)
+    texts = tiers_yaml(tiers)
+    for name, schema in FILES:
+        data: Any = getattr(tiers, schema)
+        why = schemas.problem(schema, data)
+        if why is not None:
+            raise SchemaError(folder / name, None, f"refusing to write: {why}")
+        encoded = texts[name].encode("utf-8")
+        path = folder / name
+        try:
+            if path.read_bytes() == encoded:
+                continue
+        except FileNotFoundError:
+            pass
+        atomic_write(path, encoded)
+        written.append(name)
+    return written
+
+
+def current_state(store: Store, session: str) -> Derived:
+    """The up-to-date engine state and tiers (updating them first if needed)."""
+    return update(store, session)

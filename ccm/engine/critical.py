@@ -1,0 +1,71 @@
+"""Critical context: instructions, requirements, preferences and constraints.
+
+Critical items are never compressed, never displaced, and always given to the model.
+They come from patterns in what the user (or a system prompt) says, and from explicit
+marks (``ccm critical SESSION --add``, ``@pin``-like events). Assistant turns are not
+scanned: an assistant explaining that "you must restart" is not a user's rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ccm.engine.text import sentences
+
+_KINDS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "instruction",
+        re.compile(
+            r"\b(?:always|never|don'?t ever|do not ever|under no circumstances|make sure (?:to|you)|"
+            r"remember to|be sure to)\b",
+        ),
+    ),
+    (
+        "requirement",
+        re.compile(
+            r"\b(?:must(?:n'?t| not)?|required|requirement|has to|have to|needs? to be|"
+            r"is mandatory|at all times)\b",
+        ),
+    ),
+    (
+        "constraint",
+        re.compile(
+            r"\b(?:constraint|limit(?:ed)? to|no more than|at most|at least|only (?:use|allow)|"
+            r"not allowed|forbidden|do not use|don'?t use|avoid)\b",
+        ),
+    ),
+    (
+        "preference",
+        re.compile(
+            r"\b(?:i|we) (?:prefer|like|want|would rather)\b|\bmy preference\b|\bplease (?:use|keep|write)\b",
+        ),
+    ),
+]
+# a cheap literal screen: most turns hold none of these words
+_ANY = re.compile(
+    r"always|never|make sure|remember to|be sure|must|required|requirement|has to|have to|"
+    r"need to be|needs to be|mandatory|at all times|constraint|limit|no more than|at most|"
+    r"at least|only use|only allow|not allowed|forbidden|do not use|don't use|avoid|prefer|"
+    r"like|want|would rather|please use|please keep|please write|under no circumstances|ever"
+)
+_QUESTION = re.compile(r"\?\s*$")
+_MAX_CHARS = 300
+
+
+def detect(role: str, text: str) -> list[tuple[str, str]]:
+    """``(kind, sentence)`` for each critical sentence of a user or system turn."""
+    if role not in ("user", "system") or not _ANY.search(text.lower()):
+        return []
+    found: list[tuple[str, str]] = []
+    for sentence in sentences(text):
+        if _QUESTION.search(sentence) or len(sentence) > _MAX_CHARS * 2:
+            continue
+        lower = sentence.lower()
+        for kind, pattern in _KINDS:
+            if pattern.search(lower):
+                clipped = " ".join(sentence.split())
+                if len(clipped) > _MAX_CHARS:
+                    clipped = clipped[: _MAX_CHARS - 1].rstrip() + "\u2026"
+                found.append((kind, clipped))
+                break
+    return found

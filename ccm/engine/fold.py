@@ -1,0 +1,521 @@
+"""The incremental engine: a deterministic fold over a session's turns.
+
+``state = fold(state, new_turns, params)`` does the work of one turn in time that
+does not grow with the session: each turn updates the open segment, the term
+statistics, the critical items and the decision registry; a segment's summary,
+keywords and effort are computed once, when it closes. The state is plain JSON
+(dicts, lists, strings, numbers), so it can be cached under ``.ccm/`` and resumed:
+folding turns 1..n in any number of chunks, with a JSON round trip between chunks,
+gives exactly the state of folding them at once. Rendering the derived files from a
+state (`ccm.engine.render`) is a separate, cheap step.
+
+Segment boundaries (a new segment starts at a user turn):
+
+* ``time_gap``: the pause before the turn is at least ``segments.time_gap_minutes``;
+* ``shift``: an explicit cue ("switching gears", "another thing", "back to the X");
+* ``conclusion``: the segment concluded and the new turn is about something else;
+* ``cohesion``: TextTiling-like lexical cohesion between the turns before a user turn
+  and the user/assistant pair it opens drops well below the session's usual level
+  (decided one turn later, when the answer is known);
+* ``length``: the segment reached ``segments.max_turns``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ccm import tokens as tokenizer
+from ccm.config import Config
+from ccm.engine import conclusions, critical
+from ccm.engine.text import cosine, paths, sentences, terms, top_terms
+
+STATE_VERSION = 1
+RECENT_TURNS = 30
+RECENT_CHARS = 2000
+TOOL_TERM_CHARS = 4000
+SEGMENT_TERMS = 40
+EFFORT_TERMS = 60
+INDEX_TERMS = 8
+DECISIONS_KEPT = 200
+
+State = dict[str, Any]
+
+SHIFT = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|so|right|anyway)[,.!]?\s+)?"
+    r"(?:switching gears|changing (?:the )?(?:topic|subject)|"
+    r"(?:on\s+)?(?:a\s+)?(?:different|another|unrelated|separate|new)\s+(?:note|topic|thing|question|subject|matter)|"
+    r"another thing|new topic|moving on|let'?s move on|unrelated(?: question)?[:,]|"
+    r"(?:going\s+|coming\s+|getting\s+)?back to\s+(?:the\s+|our\s+|my\s+)?(?P<resume>[^.,;:!?\n]{2,60}))"
+)
+BLOCKER = re.compile(
+    r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*)|didn'?t (?:fix|work|help)|"
+    r"doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|can'?t (?:get|make|find)|"
+    r"error:|traceback|exception)\b"
+)
+
+
+@dataclass(frozen=True)
+class Params:
+    """The config values the fold depends on (part of the cache key)."""
+
+    time_gap_seconds: float = 7200.0
+    min_turns: int = 4
+    max_turns: int = 60
+    summary_tokens: int = 80
+
+    @classmethod
+    def from_config(cls, config: Config) -> Params:
+        return cls(
+            time_gap_seconds=float(config.get("segments", "time_gap_minutes")) * 60.0,
+            min_turns=int(config.get("segments", "min_turns")),
+            max_turns=int(config.get("segments", "max_turns")),
+            summary_tokens=int(config.get("segments", "summary_tokens")),
+        )
+
+    def key(self) -> str:
+        return (
+            f"v{STATE_VERSION}:{self.time_gap_seconds}:{self.min_turns}:"
+            f"{self.max_turns}:{self.summary_tokens}:{tokenizer.method_in_use()}"
+        )
+
+
+def new_state(session: str) -> State:
+    return {
+        "version": STATE_VERSION,
+        "session": session,
+        "turns": 0,
+        "last_turn": 0,
+        "tokens": 0,
+        "last_ts": None,
+        "df": {},
+        "docs": 0,
+        "segments": [],
+        "current": None,
+        "recent": [],
+        "critical": [],
+        "decisions": [],
+        "efforts": [],
+        "effort_index": {},
+        "segment_index": {},
+        "gaps": {"n": 0, "mean": 0.0, "m2": 0.0},
+    }
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _seconds(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _turn_terms(role: str, text: str) -> list[str]:
+    return terms(text[:TOOL_TERM_CHARS] if role == "tool" else text)
+
+
+def _vector(open_turns: list[list[Any]], only: slice | None = None) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for entry in open_turns[only] if only else open_turns:
+        counts.update(_turn_terms(entry[1], entry[2]))
+    return counts
+
+
+def _idf(state: State, term: str) -> float:
+    return math.log((1 + state["docs"]) / (1 + state["df"].get(term, 0))) + 1.0
+
+
+def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
+    weights = {t: c * _idf(state, t) for t, c in counts.items()}
+    return top_terms(weights, limit)
+
+
+def _surface(open_turns: list[list[Any]], stems: list[str]) -> list[str]:
+    """Readable words for stems: the most frequent lowercase word behind each."""
+    wanted = set(stems)
+    seen: dict[str, Counter[str]] = {s: Counter() for s in stems}
+    for entry in open_turns:
+        if entry[1] == "tool":
+            continue
+        for word in re.findall(r"[^\W_][\w'-]*", entry[2].lower()):
+            word = word.strip("'-")
+            found = terms(word)
+            if found and found[0] in wanted:
+                seen[found[0]][word] += 1
+    return [top_terms(dict(seen[s]), 1)[0] if seen[s] else s for s in stems]
+
+
+# ---------------------------------------------------------------------------
+# segments
+
+
+def _new_segment(state: State, cue: str, resume: str | None = None) -> dict[str, Any]:
+    number = len(state["segments"]) + 1
+    segment: dict[str, Any] = {"id": f"seg_{number}", "cue": cue, "open": []}
+    if resume:
+        segment["resume"] = resume
+    return segment
+
+
+def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
+    """The segment's conclusion: its latest one, unless an earlier one is much stronger."""
+    chosen: dict[str, Any] | None = None
+    for entry in open_turns:
+        found = entry[5]
+        if found is None:
+            continue
+        if chosen is None or found["confidence"] >= chosen["confidence"] - 0.1:
+            chosen = found
+    return chosen
+
+
+def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> str:
+    if conclusion is None:
+        return "open"
+    after = [e for e in open_turns if e[0] > conclusion["turn"] and e[1] == "user"]
+    return "open" if any(e[6] for e in after) else "concluded"
+
+
+def summarize(
+    state: State,
+    open_turns: list[list[Any]],
+    conclusion: dict[str, Any] | None,
+    limit: int,
+    top: list[str],
+) -> str:
+    """Extractive summary: the most central sentences, then the conclusion."""
+    wanted = set(top)
+    candidates: list[tuple[float, int, int, str]] = []
+    for position, entry in enumerate(open_turns):
+        if entry[1] not in ("user", "assistant") or entry[7]:
+            continue
+        for index, sentence in enumerate(sentences(entry[2])):
+            if len(sentence) > 400 or sentence.startswith(("[tool_use]", "```")):
+                continue
+            found = set(terms(sentence))
+            if len(found) < 3:
+                continue
+            score = sum(_idf(state, t) for t in found & wanted) / math.sqrt(len(found))
+            if entry[1] == "user":
+                score *= 1.2
+            if position == 0 and index == 0:
+                score *= 1.3
+            candidates.append((score, entry[0], index, sentence))
+    best = sorted(candidates, key=lambda c: (-c[0], c[1], c[2]))[:2]
+    chosen = [c[3] for c in sorted(best, key=lambda c: (c[1], c[2]))]
+    if conclusion is not None and conclusion["text"] not in chosen:
+        chosen.append("\u2192 " + conclusion["text"])
+    if not chosen:
+        first = next((e[2] for e in open_turns if e[1] in ("user", "assistant")), "")
+        chosen = [" ".join(first.split())[:200]] if first.strip() else []
+    summary = ""
+    for sentence in chosen:
+        text = " ".join(sentence.split())
+        candidate = f"{summary} {text}".strip()
+        if tokenizer.count_tokens(candidate) <= limit:
+            summary = candidate
+            continue
+        if not summary:  # one long sentence: cut it to the budget by words
+            kept: list[str] = []
+            for word in text.split():
+                if tokenizer.count_tokens(" ".join([*kept, word, "\u2026"])) > limit:
+                    break
+                kept.append(word)
+            summary = " ".join(kept) + "\u2026"
+        break
+    return summary
+
+
+def _index_add(index: dict[str, list[int]], keys: list[str], value: int) -> None:
+    for key in keys:
+        bucket = index.setdefault(key, [])
+        if value not in bucket:
+            bucket.append(value)
+
+
+def match_effort(
+    state: State, counts: Counter[str], resume: str | None
+) -> tuple[int | None, float]:
+    """The existing effort a segment belongs to (index, similarity), or (None, best)."""
+    vector = {t: float(c) for t, c in counts.items()}
+    probe = set(terms(resume)) if resume else set()
+    candidates: set[int] = set()
+    for term in list(vector) + list(probe):
+        candidates.update(state["effort_index"].get(term, ()))
+    best, best_score = None, 0.0
+    for index in sorted(candidates):
+        effort = state["efforts"][index]
+        score = cosine(vector, effort["terms"])
+        if probe:
+            score = max(score, cosine({t: 1.0 for t in probe}, effort["terms"]) * 1.5)
+        if score > best_score:
+            best, best_score = index, score
+    threshold = 0.15 if resume else 0.3
+    return (
+        (best, best_score) if best is not None and best_score >= threshold else (None, best_score)
+    )
+
+
+def _close(state: State, params: Params) -> None:
+    segment = state["current"]
+    state["current"] = None
+    if segment is None or not segment["open"]:
+        return
+    open_turns = segment["open"]
+    counts = _vector(open_turns)
+    top = _tfidf_top(state, counts, SEGMENT_TERMS)
+    conclusion = segment_conclusion(open_turns)
+    index = len(state["segments"])
+    closed: dict[str, Any] = {
+        "id": segment["id"],
+        "first": open_turns[0][0],
+        "last": open_turns[-1][0],
+        "start_ts": open_turns[0][3],
+        "end_ts": open_turns[-1][3],
+        "tokens": sum(e[4] for e in open_turns),
+        "cue": segment["cue"],
+        "terms": {t: counts[t] for t in top},
+        "topic": _surface(open_turns, top[:5]),
+        "summary": summarize(state, open_turns, conclusion, params.summary_tokens, top[:12]),
+        "conclusion": conclusion,
+        "status": segment_status(open_turns, conclusion),
+        "referenced": 0,
+    }
+    effort_index, _ = match_effort(state, counts, segment.get("resume"))
+    if effort_index is None:
+        effort_index = len(state["efforts"])
+        state["efforts"].append(
+            {
+                "id": f"effort_{effort_index + 1}",
+                "terms": {},
+                "segments": [],
+                "first": closed["first"],
+                "last": closed["last"],
+            }
+        )
+    effort = state["efforts"][effort_index]
+    merged = Counter(effort["terms"])
+    merged.update({t: counts[t] for t in top})
+    effort["terms"] = {t: merged[t] for t in top_terms(dict(merged), EFFORT_TERMS)}
+    effort["segments"].append(closed["id"])
+    effort["last"] = closed["last"]
+    closed["effort"] = effort["id"]
+    _index_add(state["effort_index"], top_terms(effort["terms"], INDEX_TERMS), effort_index)
+    _index_add(state["segment_index"], top[:INDEX_TERMS], index)
+    state["segments"].append(closed)
+
+
+# ---------------------------------------------------------------------------
+# one turn
+
+
+def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id: str) -> None:
+    if found.kind not in ("decision", "confirmation"):
+        return
+    for earlier in reversed(state["decisions"]):
+        if earlier.get("superseded_by"):
+            continue
+        old = conclusions.Conclusion(
+            earlier["text"], earlier["turn"], earlier["kind"], earlier["confidence"], ""
+        )
+        if conclusions.supersedes(found, old):
+            earlier["superseded_by"] = found.turn
+            _mark_superseded(state, earlier, found.turn)
+            break
+    state["decisions"].append(
+        {
+            "segment": segment_id,
+            "turn": found.turn,
+            "text": found.text,
+            "kind": found.kind,
+            "confidence": found.confidence,
+        }
+    )
+    del state["decisions"][:-DECISIONS_KEPT]
+
+
+def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
+    for item in state["critical"]:
+        if item["kind"] == "decision" and item["turn"] == earlier["turn"]:
+            item["superseded_by"] = turn
+    current = state["current"]
+    holders = [current["open"]] if current else []
+    for entry_list in holders:
+        for entry in entry_list:
+            if entry[0] == earlier["turn"] and entry[5] is not None:
+                entry[5]["superseded_by"] = turn
+    for segment in reversed(state["segments"]):
+        found = segment["conclusion"]
+        if found is not None and found["turn"] == earlier["turn"]:
+            found["superseded_by"] = turn
+            break
+        if segment["last"] < earlier["turn"]:
+            break
+
+
+def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
+    key = " ".join(text.lower().split())
+    if any(" ".join(item["text"].lower().split()) == key for item in state["critical"]):
+        return
+    state["critical"].append(
+        {
+            "id": f"crit_{len(state['critical']) + 1}",
+            "text": text,
+            "turn": turn,
+            "kind": kind,
+            "source": "pattern",
+        }
+    )
+
+
+def _boundary(
+    state: State, params: Params, role: str, text: str, ts: float | None, injected: bool
+) -> tuple[str | None, str | None]:
+    """Whether a new segment starts at this turn: (cue, resumed topic)."""
+    current = state["current"]
+    if current is None:
+        return "start", None
+    open_turns = current["open"]
+    if len(open_turns) >= 2 * params.max_turns:
+        return "length", None
+    if role != "user" or injected:
+        return None, None
+    last = _seconds(state["last_ts"])
+    if ts is not None and last is not None and ts - last >= params.time_gap_seconds:
+        return "time_gap", None
+    head = text.lstrip().lower()[:160]
+    shift = SHIFT.match(head)
+    if shift:
+        resume = shift.group("resume")
+        return ("resume", resume.strip()) if resume else ("shift", None)
+    if len(open_turns) >= params.max_turns:
+        return "length", None
+    found = segment_conclusion(open_turns)
+    if (
+        found is not None
+        and segment_status(open_turns, found) == "concluded"
+        and open_turns[-1][0] >= found["turn"]
+    ):
+        recent = _vector(open_turns, slice(-6, None))
+        mine = Counter(terms(text))
+        if cosine(mine, recent) < 0.2:
+            return "conclusion", None
+    return None, None
+
+
+def _cohesion_split(state: State, params: Params, role: str, text: str) -> bool:
+    """At an answer, decide whether the user turn before it opened a new topic."""
+    current = state["current"]
+    if role != "assistant" or current is None:
+        return False
+    open_turns = current["open"]
+    if len(open_turns) < params.min_turns + 1 or open_turns[-1][1] != "user":
+        return False
+    before = _vector(open_turns, slice(-5, -1))
+    after = Counter(terms(open_turns[-1][2]))
+    after.update(terms(text))
+    if not before or not after:
+        return False
+    score = cosine(before, after)
+    gaps = state["gaps"]
+    gaps["n"] += 1
+    delta = score - gaps["mean"]
+    gaps["mean"] += delta / gaps["n"]
+    gaps["m2"] += delta * (score - gaps["mean"])
+    if gaps["n"] < 8:
+        return False
+    std = math.sqrt(gaps["m2"] / (gaps["n"] - 1))
+    return score < 0.1 and score < gaps["mean"] - 0.75 * std
+
+
+def step(state: State, turn: dict[str, Any], params: Params) -> None:
+    """Fold one raw turn into `state`."""
+    number = int(turn["turn"])
+    role = str(turn["role"])
+    text = str(turn["content"])
+    ts_text = turn.get("ts")
+    meta = turn.get("meta") or {}
+    injected = bool(meta.get("injected") or meta.get("compact_summary"))
+    count = tokenizer.count_tokens(text)
+    ts = _seconds(ts_text)
+
+    cue, resume = _boundary(state, params, role, text, ts, injected)
+    if cue is not None:
+        _close(state, params)
+        state["current"] = _new_segment(state, cue, resume)
+    elif _cohesion_split(state, params, role, text):
+        moved = state["current"]["open"].pop()
+        _close(state, params)
+        state["current"] = _new_segment(state, "cohesion")
+        state["current"]["open"].append(moved)
+
+    found = None
+    if not injected:
+        previous = state["recent"][-1] if state["recent"] else None
+        found = conclusions.detect(
+            number, role, text, (previous[1], previous[2]) if previous else None
+        )
+    failure = role == "user" and bool(BLOCKER.search(text.lower()))
+    entry = [
+        number,
+        role,
+        text,
+        ts_text,
+        count,
+        found.as_dict() if found else None,
+        failure,
+        injected,
+    ]
+    state["current"]["open"].append(entry)
+    if found is not None:
+        _register_conclusion(state, found, state["current"]["id"])
+        if found.kind == "decision" and role == "user":
+            _add_critical(state, number, "decision", found.text)
+    if not (role == "system" and injected):
+        for kind, sentence in critical.detect(role, text):
+            _add_critical(state, number, kind, sentence)
+
+    unique = set(_turn_terms(role, text))
+    df = state["df"]
+    for term in unique:
+        df[term] = df.get(term, 0) + 1
+    state["docs"] += 1
+    if role in ("user", "assistant") and unique:
+        _mark_references(state, unique, number)
+
+    files = paths(text) if role in ("assistant", "tool", "user") else []
+    recent = state["recent"]
+    recent.append([number, role, text[:RECENT_CHARS], ts_text, files, failure])
+    del recent[:-RECENT_TURNS]
+    state["turns"] += 1
+    state["last_turn"] = max(state["last_turn"], number)
+    state["tokens"] += count
+    state["last_ts"] = ts_text or state["last_ts"]
+
+
+def _mark_references(state: State, unique: set[str], number: int) -> None:
+    hits: Counter[int] = Counter()
+    index = state["segment_index"]
+    for term in unique:
+        for segment_index in index.get(term, ()):
+            hits[segment_index] += 1
+    segments = state["segments"]
+    for segment_index, shared in hits.items():
+        segment = segments[segment_index]
+        if shared >= 3 and segment["last"] < number - 2:
+            segment["referenced"] = number
+
+
+def fold(state: State, turns: list[dict[str, Any]], params: Params) -> State:
+    for turn in turns:
+        step(state, turn, params)
+    return state

@@ -1,0 +1,371 @@
+"""From engine state, events and config to the derived tiers.
+
+``manifest.yaml`` (tier 2), ``open.yaml`` (tier 3) and ``working.yaml`` (tier 4) are
+pure functions of the folded state, the session's events and the config. Rendering
+costs time in the number of segments and efforts, never in the number of turns.
+
+Events are applied here, in order: ``pin``/``unpin``, ``focus``, ``archive``,
+``compress``, ``expand``, ``update``, ``create``/``note``, ``critical``,
+``importance``; an ``undo`` event cancels the event it names (and an undone undo
+restores it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ccm.config import Config
+from ccm.engine import working_state
+from ccm.engine.fold import (
+    State,
+    _surface,
+    _tfidf_top,
+    _vector,
+    match_effort,
+    segment_conclusion,
+    segment_status,
+    summarize,
+)
+from ccm.engine.text import cosine, terms, top_terms
+
+# relevance weights (whitepaper section 4.2), they sum to 1
+WEIGHTS = {"mention": 0.35, "similarity": 0.25, "recency": 0.2, "flag": 0.15, "proximity": 0.05}
+RECENCY_SCALE = 50.0
+
+
+@dataclass
+class Tiers:
+    manifest: dict[str, Any]
+    open: dict[str, Any]
+    working: dict[str, Any]
+
+
+def active_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events still in force: those not cancelled by an (itself not cancelled) undo."""
+    cancelled: set[str] = set()
+    for event in reversed(events):
+        if event["id"] in cancelled:
+            continue
+        if event["kind"] == "undo" and event.get("reverts"):
+            cancelled.add(event["reverts"])
+    return [e for e in events if e["id"] not in cancelled and e["kind"] != "undo"]
+
+
+@dataclass
+class _Marks:
+    pinned: set[str]
+    focused: set[str]
+    archived: set[str]
+    compressed: dict[str, str]
+    expanded: set[str]
+    updated: dict[str, str]
+    notes: list[dict[str, Any]]
+    critical: list[dict[str, Any]]
+    importance: dict[str, float]
+
+
+def _marks(events: list[dict[str, Any]]) -> _Marks:
+    marks = _Marks(set(), set(), set(), {}, set(), {}, [], [], {})
+    for event in events:
+        kind = event["kind"]
+        args = event.get("args") or {}
+        targets = [str(t) for t in args.get("targets", [])]
+        if kind == "pin":
+            marks.pinned.update(targets)
+        elif kind == "unpin":
+            marks.pinned.difference_update(targets)
+            marks.focused.difference_update(targets)
+        elif kind == "focus":
+            marks.focused = set(targets)
+        elif kind == "archive":
+            marks.archived.update(targets)
+        elif kind == "compress":
+            for target in targets:
+                marks.compressed[target] = str(args.get("text") or "")
+        elif kind == "expand":
+            marks.expanded.update(targets)
+            for target in targets:
+                marks.compressed.pop(target, None)
+                marks.archived.discard(target)
+        elif kind == "update":
+            for target in targets:
+                marks.updated[target] = str(args.get("text") or "")
+        elif kind in ("create", "note"):
+            marks.notes.append({"id": event["id"], "text": str(args.get("text") or "")})
+        elif kind == "critical":
+            marks.critical.append(
+                {"id": event["id"], "text": str(args.get("text") or ""), "kind": "marked"}
+            )
+        elif kind == "importance":
+            for target in targets:
+                marks.importance[target] = marks.importance.get(target, 0.0) + float(
+                    args.get("delta", 1.0)
+                )
+    return marks
+
+
+def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every live critical item: detected ones not superseded, then explicit marks."""
+    items = [
+        {
+            "id": c["id"],
+            "text": c["text"],
+            "turn": c["turn"],
+            "kind": c["kind"],
+            "source": "pattern",
+        }
+        for c in state["critical"]
+        if not c.get("superseded_by")
+    ]
+    for mark in _marks(active_events(events)).critical:
+        items.append({**mark, "turn": None, "source": "event"})
+    return items
+
+
+def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
+    """Closed segments plus the open one, rendered provisionally."""
+    segments = [dict(s) for s in state["segments"]]
+    current = state["current"]
+    if current is not None and current["open"]:
+        open_turns = current["open"]
+        counts = _vector(open_turns)
+        top = _tfidf_top(state, counts, 40)
+        conclusion = segment_conclusion(open_turns)
+        effort_index, _ = match_effort(state, counts, current.get("resume"))
+        effort = (
+            state["efforts"][effort_index]["id"]
+            if effort_index is not None
+            else f"effort_{len(state['efforts']) + 1}"
+        )
+        segments.append(
+            {
+                "id": current["id"],
+                "first": open_turns[0][0],
+                "last": open_turns[-1][0],
+                "start_ts": open_turns[0][3],
+                "end_ts": open_turns[-1][3],
+                "tokens": sum(e[4] for e in open_turns),
+                "cue": current["cue"],
+                "terms": {t: counts[t] for t in top},
+                "topic": _surface(open_turns, top[:5]),
+                "summary": summarize(
+                    state, open_turns, conclusion, params_summary_tokens, top[:12]
+                ),
+                "conclusion": conclusion,
+                "status": segment_status(open_turns, conclusion),
+                "referenced": 0,
+                "effort": effort,
+                "current": True,
+            }
+        )
+    return segments
+
+
+def _efforts(state: State, segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    efforts = {e["id"]: {**e, "segments": list(e["segments"])} for e in state["efforts"]}
+    if segments and segments[-1].get("current"):
+        last = segments[-1]
+        effort = efforts.setdefault(
+            last["effort"],
+            {"id": last["effort"], "terms": {}, "segments": [], "first": last["first"]},
+        )
+        merged = Counter(effort["terms"])
+        merged.update(last["terms"])
+        effort["terms"] = {t: merged[t] for t in top_terms(dict(merged), 60)}
+        effort["segments"].append(last["id"])
+        effort["last"] = last["last"]
+    by_id = {s["id"]: s for s in segments}
+    for effort in efforts.values():
+        final = by_id[effort["segments"][-1]]
+        effort["status"] = final["status"]
+        effort["topic"] = ", ".join(final["topic"][:3]) or effort["id"]
+    return list(efforts.values())
+
+
+def _relevance(
+    effort: dict[str, Any],
+    recent_terms: Counter[str],
+    latest_terms: set[str],
+    last_turn: int,
+    marks: _Marks,
+    near: set[str],
+) -> tuple[float, list[str]]:
+    top = top_terms(effort["terms"], 10)
+    signals = {
+        "mention": (len(set(top) & latest_terms) / len(top)) if top else 0.0,
+        "similarity": cosine(effort["terms"], recent_terms),
+        "recency": math.exp(-max(0, last_turn - effort["last"]) / RECENCY_SCALE),
+        "flag": 1.0
+        if (
+            effort["id"] in marks.focused
+            or effort["id"] in marks.pinned
+            or any(s in marks.pinned or s in marks.focused for s in effort["segments"])
+        )
+        else 0.0,
+        "proximity": 1.0 if near & set(effort["segments"]) else 0.0,
+    }
+    score = sum(WEIGHTS[name] * value for name, value in signals.items())
+    score += 0.05 * marks.importance.get(effort["id"], 0.0)
+    reasons = [f"{name} {value:.2f}" for name, value in signals.items() if value > 0.005]
+    if marks.importance.get(effort["id"]):
+        reasons.append(f"importance +{marks.importance[effort['id']]:g}")
+    return round(score, 4), reasons
+
+
+def _lifecycle(
+    segment: dict[str, Any], last_turn: int, active_efforts: set[str], marks: _Marks, config: Config
+) -> str:
+    """fresh -> active -> referenced -> stale -> compressed -> archived, from distances.
+
+    Marks from events win (a pinned segment never goes past active; ``@archive`` and
+    ``@compress`` move a segment at once; ``@expand`` brings it back to referenced).
+    """
+    sid = segment["id"]
+    distance = last_turn - segment["last"]
+    age = last_turn - segment["first"]
+    fresh = int(config.get("lifecycle", "fresh_turns"))
+    stale = int(config.get("lifecycle", "stale_turns"))
+    if sid in marks.pinned:
+        return "fresh" if segment.get("current") and age < fresh else "active"
+    if sid in marks.archived or distance > int(config.get("lifecycle", "archive_turns")):
+        return "archived"
+    if sid in marks.compressed or distance > int(config.get("lifecycle", "compress_turns")):
+        return "compressed"
+    if (segment.get("current") and age < fresh) or (
+        not segment.get("current") and distance < fresh
+    ):
+        return "fresh"
+    if segment.get("current") or segment.get("effort") in active_efforts:
+        return "active"
+    referenced = segment.get("referenced") or 0
+    if sid in marks.expanded or (referenced and last_turn - referenced <= stale):
+        return "referenced"
+    if segment["status"] == "concluded" or distance > stale:
+        return "stale"
+    return "active"
+
+
+def _span(segment: dict[str, Any]) -> list[int]:
+    return [segment["first"], segment["last"]]
+
+
+def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
+    session = state["session"]
+    live = active_events(events)
+    marks = _marks(live)
+    segments = _segments(state, int(config.get("segments", "summary_tokens")))
+    efforts = _efforts(state, segments)
+    last_turn = state["last_turn"]
+    capacity = int(config.get("working", "capacity"))
+
+    recent = state["recent"]
+    recent_terms: Counter[str] = Counter()
+    for entry in recent[-6:]:
+        if entry[1] != "tool":
+            recent_terms.update(terms(entry[2]))
+    latest_terms: set[str] = set()
+    for entry in recent[-3:]:
+        if entry[1] != "tool":
+            latest_terms.update(terms(entry[2]))
+    near = {s["id"] for s in segments[-2:]}
+
+    open_efforts = [e for e in efforts if e["status"] != "concluded" or e["id"] in marks.focused]
+    scored = []
+    for effort in open_efforts:
+        score, reasons = _relevance(effort, recent_terms, latest_terms, last_turn, marks, near)
+        focused = effort["id"] in marks.focused or any(
+            s in marks.focused for s in effort["segments"]
+        )
+        scored.append((focused, score, effort, reasons))
+    scored.sort(key=lambda item: (not item[0], -item[1], item[2]["id"]))
+    active = scored[:capacity]
+    active_ids = {item[2]["id"] for item in active}
+
+    by_segment = {s["id"]: s for s in segments}
+    critical = critical_items(state, events)
+    manifest_segments = []
+    for segment in segments:
+        conclusion = segment["conclusion"]
+        crit = [
+            c["text"]
+            for c in critical
+            if c["turn"] is not None and segment["first"] <= c["turn"] <= segment["last"]
+        ]
+        item: dict[str, Any] = {
+            "id": segment["id"],
+            "raw_lines": [segment["first"], segment["last"]],
+            "topic": segment["topic"],
+            "summary": marks.updated.get(segment["id"]) or segment["summary"],
+            "status": segment["status"],
+            "conclusion": None
+            if conclusion is None
+            else {
+                "text": conclusion["text"],
+                "turn": conclusion["turn"],
+                "kind": conclusion["kind"],
+                "confidence": conclusion["confidence"],
+                "reason": conclusion["reason"],
+                "superseded_by": conclusion.get("superseded_by"),
+            },
+            "tokens": segment["tokens"],
+            "critical": crit,
+            "lifecycle": _lifecycle(segment, last_turn, active_ids, marks, config),
+            "pinned": segment["id"] in marks.pinned,
+            "effort": segment["effort"],
+            "cue": segment["cue"],
+            "artifacts": [],
+        }
+        if segment["id"] in marks.compressed and marks.compressed[segment["id"]]:
+            item["compressed_note"] = marks.compressed[segment["id"]]
+        manifest_segments.append(item)
+
+    manifest = {
+        "session": session,
+        "turns": state["turns"],
+        "events": len(events),
+        "tokens": state["tokens"],
+        "segments": manifest_segments,
+        "notes": marks.notes,
+    }
+    open_doc = {
+        "session": session,
+        "efforts": [
+            {
+                "id": effort["id"],
+                "topic": effort["topic"],
+                "keywords": top_terms(effort["terms"], 8),
+                "segment_refs": effort["segments"],
+                "last_active": effort["last"],
+                "importance": round(1.0 + marks.importance.get(effort["id"], 0.0), 3),
+                "status": "open",
+            }
+            for effort in efforts
+            if effort["status"] != "concluded"
+        ],
+    }
+    working = {
+        "session": session,
+        "capacity": capacity,
+        "active": [
+            {
+                "effort_id": effort["id"],
+                "topic": effort["topic"],
+                "expanded": bool(
+                    index == 0
+                    or score >= 0.5
+                    or any(s in marks.expanded for s in effort["segments"])
+                ),
+                "relevance_score": score,
+                "reasons": (["focused by user", *reasons] if focused else reasons),
+                "expanded_lines": _span(by_segment[effort["segments"][-1]]),
+            }
+            for index, (focused, score, effort, reasons) in enumerate(active)
+        ],
+        "displaced": [item[2]["id"] for item in scored[capacity:]],
+        "state": working_state.derive(state, segments, efforts, critical),
+        "critical": [c["text"] for c in critical],
+    }
+    return Tiers(manifest, open_doc, working)

@@ -1,0 +1,340 @@
+"""Text primitives shared by the engine: terms, sentences, vectors.
+
+Deterministic and dependency-free: the same text always gives the same terms, so
+every derived file can be rebuilt byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "cannot",
+        "could",
+        "couldn",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "ll",
+        "me",
+        "more",
+        "most",
+        "mustn",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "yes",
+        "ok",
+        "okay",
+        "oh",
+        "yeah",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "please",
+        "sure",
+        "really",
+        "well",
+        "like",
+        "get",
+        "got",
+        "go",
+        "going",
+        "gonna",
+        "want",
+        "one",
+        "two",
+        "also",
+        "use",
+        "using",
+        "used",
+        "make",
+        "made",
+        "need",
+        "needs",
+        "thing",
+        "things",
+        "something",
+        "anything",
+        "know",
+        "think",
+        "see",
+        "look",
+        "maybe",
+        "still",
+        "even",
+        "much",
+        "many",
+        "lot",
+        "way",
+        "back",
+        "new",
+        "good",
+        "great",
+        "right",
+        "sounds",
+        "sound",
+        "let's",
+        "i'm",
+        "it's",
+        "that's",
+        "don't",
+        "can't",
+        "won't",
+        "i've",
+        "i'll",
+        "you're",
+        "we're",
+        "there's",
+        "said",
+        "say",
+        "says",
+        "tell",
+        "told",
+        "way",
+        "ve",
+        "d",
+        "s",
+        "t",
+        "m",
+    ]
+)
+
+# str.translate + split is 4x faster than a regex for cutting text into words
+_SEPARATORS = {
+    **{i: " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "'-")},
+    **{ord(c): " " for c in "\u2014\u2013\u2026\u201c\u201d\u00ab\u00bb\u00a0\u3001\u3002\uff0c"},
+    ord("\u2019"): "'",
+    ord("\u2018"): "'",
+}
+_TERM_CACHE: dict[str, str] = {}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_PATH = re.compile(
+    r"(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.\w{1,6}|\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock)\b"
+)
+
+Vector = dict[str, float]
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: fix/fixes/fixed/fixing and decide/decided meet."""
+    for suffix, keep in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                break
+            word = word[: len(word) - len(suffix)] + keep
+            if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2]:
+                word = word[:-1]  # stopped -> stop
+            break
+    if len(word) >= 5 and word.endswith("e"):
+        word = word[:-1]  # decide -> decid, like decided
+    return word
+
+
+def words(lower: str) -> list[str]:
+    """The words of already lowercased text, apostrophes and inner hyphens kept."""
+    return lower.translate(_SEPARATORS).split()
+
+
+def _term(word: str) -> str:
+    """The term a word stands for, or "" for a stop word, a number or a single letter."""
+    word = word.strip("'-")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) < 2 or word in STOPWORDS or word.isdigit():
+        return ""
+    return stem(word)
+
+
+def terms(text: str) -> list[str]:
+    """Content terms of `text`: lowercased, stop words removed, lightly stemmed."""
+    cache = _TERM_CACHE
+    if len(cache) > 200_000:
+        cache.clear()
+    found = []
+    for word in words(text.lower()):
+        term = cache.get(word)
+        if term is None:
+            term = cache[word] = _term(word)
+        if term:
+            found.append(term)
+    return found
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences and lines of `text`, stripped, without empty ones."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+
+
+def paths(text: str) -> list[str]:
+    """File paths and file names mentioned in `text`, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for match in _PATH.finditer(text):
+        seen.setdefault(match.group().rstrip("."), None)
+    return list(seen)
+
+
+def vector(items: Iterable[str]) -> Vector:
+    return {term: float(count) for term, count in Counter(items).items()}
+
+
+def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    if not a or not b:
+        return 0.0
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(weight * b.get(term, 0.0) for term, weight in a.items())
+    if dot == 0.0:
+        return 0.0
+    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    return dot / norm
+
+
+def add_into(target: dict[str, float], source: Mapping[str, float], weight: float = 1.0) -> None:
+    for term, value in source.items():
+        target[term] = target.get(term, 0.0) + value * weight
+
+
+def top_terms(counts: Mapping[str, float], limit: int) -> list[str]:
+    """The heaviest terms, ties broken alphabetically (deterministic)."""
+    return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]

@@ -1,0 +1,111 @@
+"""Conclusion detection: each kind, and every look-alike that must not count."""
+
+from __future__ import annotations
+
+import pytest
+
+from ccm.engine.conclusions import Conclusion, detect, supersedes
+
+FIX = (
+    "assistant",
+    "The duplicates came from the missing unique index. I added a UNIQUE constraint on (date, amount, memo).",
+)
+PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them with Decimal.")
+
+
+@pytest.mark.parametrize(
+    ("role", "text", "previous", "kind"),
+    [
+        (
+            "user",
+            "Decision: we use SQLite with WAL mode, not Postgres, because there is one writer.",
+            None,
+            "decision",
+        ),
+        ("user", "We decided to keep the CLI in click.", None, "decision"),
+        ("user", "Let's go with the systemd timer.", None, "decision"),
+        ("user", "That fixed it, re-import is idempotent now.", FIX, "resolution"),
+        ("user", "It works now!", FIX, "resolution"),
+        ("user", "All tests pass now.", FIX, "resolution"),
+        (
+            "user",
+            "Postgres doesn't work for us because the box has 512 MB of RAM.",
+            None,
+            "rejection",
+        ),
+        ("user", "Option B is ruled out.", None, "rejection"),
+        ("user", "Yes, exactly, let's do that.", PLAN, "confirmation"),
+        ("user", "Perfect, thanks.", PLAN, "confirmation"),
+        ("user", "Done: the unit file is in place and enabled.", None, "task"),
+        ("assistant", "The migration is deployed.", None, "task"),
+        ("user", "Ok, so the takeaway is to review at growing intervals.", None, "insight"),
+        ("assistant", "The root cause was a missing index on the memo column.", None, "insight"),
+    ],
+)
+def test_conclusions_are_found(
+    role: str, text: str, previous: tuple[str, str] | None, kind: str
+) -> None:
+    found = detect(7, role, text, previous)
+    assert found is not None, text
+    assert found.kind == kind and found.turn == 7
+    assert 0 < found.confidence <= 1 and found.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "previous"),
+    [
+        ("Did that fix it?", FIX),
+        ("That fixed it? No, I still see duplicates.", FIX),
+        ("That fixed it? no", FIX),
+        ("That didn't fix it, still duplicates.", FIX),
+        ("It still doesn't work.", FIX),
+        ("Perfect, it broke again.", FIX),
+        ("Great, now it crashes on startup.", FIX),
+        ("That fixed it, but now the import fails with a KeyError.", FIX),
+        ("I'm done for today, we still need to handle currencies.", None),
+        ("Not done yet: the timer still needs a test.", None),
+        ("Should we decide on Postgres?", None),
+        ("Is the migration deployed?", None),
+        ("What is the takeaway here?", None),
+        ("Once it's done we can deploy.", None),
+        ("If the tests pass we merge.", None),
+        ("Yes?", PLAN),
+        ("We could go with Postgres or SQLite, I'm not sure.", None),
+    ],
+)
+def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:
+    assert detect(3, "user", text, previous) is None, text
+
+
+def test_a_short_confirmation_names_what_was_fixed() -> None:
+    found = detect(9, "user", "That fixed it!", FIX)
+    assert found is not None
+    assert "UNIQUE constraint" in found.text and "That fixed it" in found.text
+
+
+def test_assistant_claims_count_less_than_user_verification() -> None:
+    user = detect(1, "user", "Tests pass now.", None)
+    bot = detect(1, "assistant", "Tests pass now.", None)
+    assert user is not None and bot is not None and bot.confidence < user.confidence
+
+
+def test_no_more_errors_is_not_a_failure() -> None:
+    found = detect(1, "user", "That fixed it, no more errors.", FIX)
+    assert found is not None and found.kind == "resolution"
+
+
+def test_a_reversed_decision_is_superseded() -> None:
+    cron = Conclusion(
+        "Decision: nightly backups run from a daily cron job.", 10, "decision", 0.85, ""
+    )
+    timer = Conclusion(
+        "Actually, let's use a systemd timer for the backups instead of cron.",
+        13,
+        "decision",
+        0.85,
+        "",
+    )
+    unrelated = Conclusion("Decision: the service logs to journald.", 14, "decision", 0.85, "")
+    assert supersedes(timer, cron)
+    assert not supersedes(unrelated, cron)
+    assert not supersedes(cron, cron)
