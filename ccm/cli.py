@@ -131,6 +131,12 @@ def init(ctx: click.Context, as_json: bool) -> None:
     default=None,
     help="Keep model thinking blocks (default: ingest.include_thinking, off).",
 )
+@click.option(
+    "--derive/--no-derive",
+    default=True,
+    show_default=True,
+    help="Update the manifest, open and working tiers of the sessions that changed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -140,6 +146,7 @@ def ingest(
     session: str | None,
     fmt: str,
     thinking: bool | None,
+    derive: bool,
     as_json: bool,
 ) -> None:
     """Import transcripts: files, folders, or - for standard input.
@@ -158,9 +165,11 @@ def ingest(
     show_bar = not as_json and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if show_bar:
         with click.progressbar(length=total, label="Importing", file=sys.stderr) as bar:
-            report = run_ingest(store, paths, fmt, session, thinking, progress=bar.update)
+            report = run_ingest(
+                store, paths, fmt, session, thinking, progress=bar.update, derive=derive
+            )
     else:
-        report = run_ingest(store, paths, fmt, session, thinking)
+        report = run_ingest(store, paths, fmt, session, thinking, derive=derive)
     if as_json:
         _emit_json(report.as_dict())
     else:
@@ -215,6 +224,44 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     if any(s.bad_lines for s in stats):
         bad = [f"{s.session} ({s.bad_lines})" for s in stats if s.bad_lines]
         click.echo(f"Unreadable lines in: {', '.join(bad)}; `ccm show` reports them", err=True)
+
+
+@main.command()
+@click.argument("sessions_", metavar="[SESSION]...", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print what was rebuilt as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> None:
+    """Regenerate the derived tiers from raw.jsonl and events.jsonl (all sessions by default).
+
+    The result is byte for byte what the incremental updates produce.
+    """
+    from ccm import derive
+
+    store = _store(ctx)
+    chosen = list(sessions_) or store.sessions()
+    results = []
+    for session in chosen:
+        derived = derive.update(store, session, rebuild=True)
+        segments = derived.tiers.manifest["segments"]
+        results.append(
+            {
+                "session": session,
+                "turns": derived.turns_folded,
+                "segments": len(segments),
+                "open_efforts": len(derived.tiers.open["efforts"]),
+                "written": derived.written,
+            }
+        )
+    if as_json:
+        _emit_json(results)
+        return
+    for item in results:
+        changed = ", ".join(item["written"]) or "unchanged"
+        click.echo(
+            f"{item['session']}: {item['turns']} turns, {item['segments']} segments, "
+            f"{item['open_efforts']} open efforts ({changed})"
+        )
 
 
 def _short_ts(ts: str | None) -> str:

@@ -20,9 +20,12 @@ NEXT = re.compile(
 LIMIT = 5
 
 
+TAG = re.compile(r"</?[A-Za-z][\w-]*>")
+
+
 def _first_sentence(text: str, limit: int = 200) -> str:
     """The first sentence that says something (three content words or more)."""
-    found = sentences(text)
+    found = sentences(TAG.sub(" ", text))
     sentence = next((s for s in found if len(terms(s)) >= 3), found[0] if found else text)
     sentence = " ".join(sentence.split())
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "\u2026"
@@ -75,16 +78,16 @@ def derive(
             completed.append(found["text"])
 
     next_step = None
-    for entry in reversed(recent):
-        if entry[1] != "assistant":
-            continue
+    answers = [entry for entry in recent if entry[1] == "assistant"]
+    if answers:
+        for sentence in reversed(sentences(answers[-1][2])):
+            if NEXT.search(sentence.lower()) and not sentence.endswith("?"):
+                next_step = _first_sentence(sentence)
+                break
+    for entry in reversed(answers):
+        if next_step is not None:
+            break
         next_step = _todo_in_progress(entry[2])
-        if next_step is None:
-            for sentence in reversed(sentences(entry[2])):
-                if NEXT.search(sentence.lower()) and not sentence.endswith("?"):
-                    next_step = _first_sentence(sentence)
-                    break
-        break
 
     files: list[str] = []
     for entry in reversed(recent):

@@ -203,6 +203,7 @@ class IngestReport:
     skipped: Counter[str] = field(default_factory=Counter)
     rejected: list[Rejected] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # inputs that could not be read at all
+    derived: list[str] = field(default_factory=list)  # sessions whose tiers were updated
 
     @property
     def turns_added(self) -> int:
@@ -234,6 +235,7 @@ class IngestReport:
                 for r in self.rejected
             ],
             "errors": self.errors,
+            "derived": self.derived,
         }
 
 
@@ -389,8 +391,13 @@ def ingest(
     session: str | None = None,
     include_thinking: bool | None = None,
     progress: Callable[[int], None] | None = None,
+    derive: bool = False,
 ) -> IngestReport:
-    """Import every input in `paths` into `store`; see the module docstring."""
+    """Import every input in `paths` into `store`; see the module docstring.
+
+    With `derive`, the tiers (manifest, open, working) of every session that gained
+    turns are brought up to date afterwards, incrementally.
+    """
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", FORMAT_HINT)
     if session is not None:
@@ -433,4 +440,11 @@ def ingest(
             report.rejected.extend(parsed.rejected)
         if progress is not None:
             progress(item.size or len(data))
+    if derive:
+        from ccm import derive as derive_tiers
+
+        for result in report.sessions.values():
+            if result.added or not (store.session_dir(result.session) / "manifest.yaml").exists():
+                derive_tiers.update(store, result.session)
+                report.derived.append(result.session)
     return report
