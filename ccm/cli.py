@@ -240,7 +240,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
 
     store = _store(ctx)
     chosen = list(sessions_) or store.sessions()
-    results = []
+    results: list[dict[str, Any]] = []
     for session in chosen:
         derived = derive.update(store, session, rebuild=True)
         segments = derived.tiers.manifest["segments"]
@@ -262,6 +262,175 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
             f"{item['session']}: {item['turns']} turns, {item['segments']} segments, "
             f"{item['open_efforts']} open efforts ({changed})"
         )
+
+
+def _print_outcomes(outcomes: list[Any], as_json: bool) -> None:
+    if as_json:
+        _emit_json([o.as_dict() for o in outcomes])
+    else:
+        for outcome in outcomes:
+            if outcome.ok:
+                click.echo(outcome.message)
+    failed = [o.message for o in outcomes if not o.ok]
+    if failed:
+        _fail(failed)
+
+
+def _memory_command(name: str, doc: str, text_option: bool = False) -> None:
+    """Register ``ccm NAME SESSION TARGET...``, one memory operation."""
+
+    @click.argument("session")
+    @click.argument("targets", nargs=-1, required=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+    @click.pass_context
+    @_errors_as_exit_codes
+    def run(
+        ctx: click.Context, /, session: str, targets: tuple[str, ...], as_json: bool, **extra: Any
+    ) -> None:
+        from ccm import memory
+
+        store = _store(ctx)
+        store.require_session(session)
+        outcome = memory.command(store, session, name, list(targets), text=extra.get("note"))
+        _print_outcomes([outcome], as_json)
+
+    run.__doc__ = doc
+    if text_option:
+        run = click.option("--note", help="A note kept with the operation.")(run)
+    main.command(name=name)(run)
+
+
+_memory_command("pin", "Keep segments active: never compressed, displaced or archived.")
+_memory_command("unpin", "Undo a pin or a focus.")
+_memory_command("focus", "Make these segments or efforts the working context.")
+_memory_command(
+    "archive", "Move segments out of the working context (ids, seg_1..seg_9, or a topic)."
+)
+_memory_command("expand", "Bring compressed or archived segments back into view.")
+_memory_command("compress", "Keep only the summary of segments.", text_option=True)
+
+
+@main.command()
+@click.argument("session")
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def note(ctx: click.Context, session: str, text: str, as_json: bool) -> None:
+    """Write a note into the session's memory (kept as an event)."""
+    from ccm import memory
+
+    _print_outcomes([memory.note(_store(ctx), session, text)], as_json)
+
+
+@main.command()
+@click.argument("session")
+@click.argument("file_or_text")
+@click.option("--who", default="user", show_default=True, help="Who wrote the commands.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcomes as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def apply(ctx: click.Context, session: str, file_or_text: str, who: str, as_json: bool) -> None:
+    """Run the memory commands (@pin, @expand, @recall, ...) found in a file or a text.
+
+    A command that is malformed, unknown or names nothing is reported (exit code 1);
+    the others still run.
+    """
+    from pathlib import Path
+
+    from ccm import memory
+
+    store = _store(ctx)
+    store.require_session(session)
+    path = Path(file_or_text)
+    text = (
+        path.read_text(encoding="utf-8")
+        if len(file_or_text) < 4096 and path.is_file()
+        else file_or_text
+    )
+    outcomes = memory.apply(store, session, text, who=who)
+    if not outcomes:
+        click.echo("No memory command found (they look like @pin(seg_3)).", err=True)
+        sys.exit(1)
+    _print_outcomes(outcomes, as_json)
+
+
+@main.command()
+@click.argument("session")
+@click.argument("event_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def undo(ctx: click.Context, session: str, event_id: str | None, as_json: bool) -> None:
+    """Revert an event (the latest one in force by default); the undo is an event too."""
+    from ccm import memory
+
+    _print_outcomes([memory.undo(_store(ctx), session, event_id)], as_json)
+
+
+@main.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def events(ctx: click.Context, session: str, as_json: bool) -> None:
+    """List a session's events: pins, focus, notes, critical marks, commands, undos."""
+    from ccm.engine.render import active_events
+
+    store = _store(ctx)
+    store.require_session(session)
+    found, bad, _ = store.read_events(session)
+    live = {e["id"] for e in active_events(found)}
+    if as_json:
+        _emit_json(found)
+    else:
+        for event in found:
+            state = "" if event["id"] in live or event["kind"] == "undo" else "  (undone)"
+            args = event.get("args") or {}
+            what = (
+                args.get("targets")
+                or args.get("text")
+                or args.get("query")
+                or event.get("reverts")
+                or ""
+            )
+            if isinstance(what, list):
+                what = ", ".join(what)
+            click.echo(
+                f"{event['id']}  {event['ts'][:19]}  {event['who']:<6} {event['kind']:<9} {what}{state}"
+            )
+    if bad:
+        _fail([b.describe() for b in bad])
+
+
+@main.command()
+@click.argument("session")
+@click.option("--add", "add", metavar="TEXT", help="Mark TEXT as critical.")
+@click.option("--json", "as_json", is_flag=True, help="Print the items as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -> None:
+    """List the critical items (never compressed, never displaced, always given)."""
+    from ccm import derive, memory
+    from ccm.engine.render import critical_items
+
+    store = _store(ctx)
+    store.require_session(session)
+    if add is not None:
+        outcome = memory.mark_critical(store, session, add)
+        if not as_json:
+            click.echo(outcome.message)
+    derived = derive.update(store, session)
+    events_found, _, _ = store.read_events(session)
+    items = critical_items(derived.state, events_found)
+    if as_json:
+        _emit_json(items)
+        return
+    if not items:
+        click.echo("No critical items.")
+    for item in items:
+        where = f"turn {item['turn']}" if item["turn"] else item["id"]
+        click.echo(f"[{item['kind']}] {item['text']}  ({where})")
 
 
 def _short_ts(ts: str | None) -> str:

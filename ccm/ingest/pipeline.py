@@ -444,7 +444,10 @@ def ingest(
         from ccm import derive as derive_tiers
 
         for result in report.sessions.values():
-            if result.added or not (store.session_dir(result.session) / "manifest.yaml").exists():
+            folder = store.session_dir(result.session)
+            if not (folder / "raw.jsonl").exists():
+                continue  # nothing was ever imported into it
+            if result.added or not (folder / "manifest.yaml").exists():
                 derive_tiers.update(store, result.session)
                 report.derived.append(result.session)
     return report

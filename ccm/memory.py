@@ -1,0 +1,109 @@
+"""Memory operations on a session: commands, marks, notes and undo, recorded as events.
+
+Every operation appends to ``events.jsonl`` (who, when, what, result) and brings the
+derived tiers up to date; nothing is ever deleted, and ``undo`` is itself an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ccm import derive
+from ccm.engine import commands as parser
+from ccm.errors import UsageError
+from ccm.store import Store
+
+
+@dataclass
+class Outcome:
+    """What one command did: its event (when recorded) and a message for people."""
+
+    ok: bool
+    message: str
+    event: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "message": self.message, "event": self.event}
+
+
+def apply(store: Store, session: str, text: str, who: str = "user") -> list[Outcome]:
+    """Run every memory command found in `text`; bad ones only get a message."""
+    manifest = derive.update(store, session).tiers.manifest
+    outcomes: list[Outcome] = []
+    for command in parser.parse(text):
+        resolved = parser.resolve(command, manifest, who)
+        if not resolved.ok or resolved.event is None:
+            outcomes.append(Outcome(False, resolved.message))
+            continue
+        (event,) = store.append_events(session, [resolved.event])
+        outcomes.append(Outcome(True, f"{event['id']}: {resolved.message}", event))
+        manifest = derive.update(store, session).tiers.manifest
+    return outcomes
+
+
+def command(
+    store: Store,
+    session: str,
+    name: str,
+    args: list[str],
+    who: str = "cli",
+    text: str | None = None,
+) -> Outcome:
+    """One operation given as arguments (the CLI's pin, focus, archive, ...)."""
+    quoted = [not parser._ID.fullmatch(a) and not parser._RANGE.fullmatch(a) for a in args]
+    if text is not None:
+        args, quoted = [*args, text], [*quoted, True]
+    cmd = parser.Command(name, args, quoted, f"{name} {' '.join(args)}".strip())
+    manifest = derive.update(store, session).tiers.manifest
+    resolved = parser.resolve(cmd, manifest, who)
+    if not resolved.ok or resolved.event is None:
+        return Outcome(False, resolved.message)
+    (event,) = store.append_events(session, [resolved.event])
+    derive.update(store, session)
+    return Outcome(True, f"{event['id']}: {resolved.message}", event)
+
+
+def mark_critical(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
+    """Mark `text` as critical: never compressed, never displaced, always given."""
+    if not text.strip():
+        raise UsageError("the critical text is empty", 'pass it as --add "text"')
+    store.require_session(session)
+    (event,) = store.append_events(
+        session, [{"who": who, "kind": "critical", "args": {"text": text.strip()}}]
+    )
+    derive.update(store, session)
+    return Outcome(True, f"{event['id']}: marked critical", event)
+
+
+def note(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
+    """Write a note (an agent's or a person's) into the session's memory."""
+    if not text.strip():
+        raise UsageError("the note is empty", "pass the text to remember")
+    store.require_session(session)
+    (event,) = store.append_events(
+        session, [{"who": who, "kind": "note", "args": {"text": text.strip()}}]
+    )
+    derive.update(store, session)
+    return Outcome(True, f"{event['id']}: note recorded", event)
+
+
+def undo(store: Store, session: str, event_id: str | None = None, who: str = "cli") -> Outcome:
+    """Cancel an event (the latest one in force by default) with an ``undo`` event."""
+    from ccm.engine.render import active_events
+
+    store.require_session(session)
+    events, _, _ = store.read_events(session)
+    if event_id is None:
+        live = active_events(events)
+        if not live:
+            raise UsageError(f"nothing to undo in {session}", "`ccm events SESSION` lists events")
+        event_id = live[-1]["id"]
+    target = next((e for e in events if e["id"] == event_id), None)
+    if target is None:
+        raise UsageError(f"no event {event_id} in {session}", "`ccm events SESSION` lists events")
+    (event,) = store.append_events(
+        session, [{"who": who, "kind": "undo", "reverts": event_id, "args": {}}]
+    )
+    derive.update(store, session)
+    return Outcome(True, f"{event['id']}: undid {event_id} ({target['kind']})", event)
