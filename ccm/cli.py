@@ -121,7 +121,7 @@ def init(ctx: click.Context, as_json: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "jsonl", "claude-code", "chatgpt", "anthropic"]),
+    type=click.Choice(["auto", "jsonl", "claude-code", "chatgpt", "anthropic", "locomo"]),
     default="auto",
     show_default=True,
     help="Input format; auto recognises it from the content.",

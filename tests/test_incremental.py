@@ -38,15 +38,14 @@ EXTRA = [
 @st.composite
 def sessions(draw: st.DrawFn) -> list[dict[str, str]]:
     picks = draw(st.lists(st.integers(0, len(LINES) + len(EXTRA) - 1), min_size=1, max_size=60))
-    gaps = draw(st.lists(st.sampled_from([30, 90, 600, 4 * 3600]), min_size=len(picks), max_size=len(picks)))
+    gaps = draw(
+        st.lists(st.sampled_from([30, 90, 600, 4 * 3600]), min_size=len(picks), max_size=len(picks))
+    )
     turns = []
     clock = 1_767_000_000
     for index, (pick, gap) in enumerate(zip(picks, gaps, strict=True)):
         clock += gap
-        if pick < len(LINES):
-            content = LINES[pick]["content"]
-        else:
-            content = EXTRA[pick - len(LINES)]
+        content = LINES[pick]["content"] if pick < len(LINES) else EXTRA[pick - len(LINES)]
         role = "user" if index % 2 == 0 else "assistant"
         turns.append({"role": role, "content": content, "ts": f"{clock}"})
     return turns
@@ -64,7 +63,10 @@ SETTINGS = settings(
 @SETTINGS
 @given(turns=sessions(), cuts=st.lists(st.integers(1, 59), max_size=5), data=st.data())
 def test_chunked_ingest_equals_one_rebuild(
-    tmp_path_factory, turns: list[dict[str, str]], cuts: list[int], data: st.DataObject  # type: ignore[no-untyped-def]
+    tmp_path_factory,
+    turns: list[dict[str, str]],
+    cuts: list[int],
+    data: st.DataObject,  # type: ignore[no-untyped-def]
 ) -> None:
     base = tmp_path_factory.mktemp("inc")
     store = Store(base / "root")
@@ -75,7 +77,9 @@ def test_chunked_ingest_equals_one_rebuild(
         _write(source, turns[:bound])  # a longer version of the session each time
         ingest(store, [str(source)], derive=True)
         if bound in events_at:
-            store.append_events("chat", [{"who": "user", "kind": "pin", "args": {"targets": ["seg_1"]}}])
+            store.append_events(
+                "chat", [{"who": "user", "kind": "pin", "args": {"targets": ["seg_1"]}}]
+            )
             derive.update(store, "chat")
     folder = store.session_dir("chat")
     incremental = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
@@ -92,7 +96,12 @@ def test_state_survives_a_json_round_trip_between_chunks(
 ) -> None:
     params = Params.from_config(from_mapping({}))
     entries = [
-        {"turn": n, "role": t["role"], "content": t["content"], "ts": f"2026-01-01T00:00:{n % 60:02d}Z"}
+        {
+            "turn": n,
+            "role": t["role"],
+            "content": t["content"],
+            "ts": f"2026-01-01T00:00:{n % 60:02d}Z",
+        }
         for n, t in enumerate(turns, start=1)
     ]
     whole = fold(new_state("s"), entries, params)

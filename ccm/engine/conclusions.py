@@ -73,6 +73,9 @@ CUES: list[tuple[str, re.Pattern[str]]] = [
             r"\b(?:the|our|final)\s+decision\s+is\b",
             r"\bsettled on\b",
             r"\bwe agreed\b",
+            r"^change of plan\b",
+            r"^let'?s (?:keep it simple|go for)\b",
+            r"\b(?:use|using|go with|switch to|move to)\b[^.?!]{0,80}\binstead\b",
         ),
     ),
     (
@@ -124,7 +127,8 @@ ANY_CUE = re.compile(
     r"decision|decided|verdict|conclusion|go with|stick with|switch to|settled|agreed|fixed|"
     r"solved|resolved|works|working now|pass|green|no more|idempotent|because|ruled out|"
     r"viable|feasible|done|finished|completed|shipped|merged|deployed|in place|takeaway|"
-    r"root cause|answer is|turns out|let's use|lets use|ll use|will use|going to use|\u2705"
+    r"root cause|answer is|turns out|let's use|lets use|ll use|will use|going to use|\u2705|"
+    r"change of plan|keep it simple|go for|instead"
 )
 CONFIRMATION = _rx(
     r"^(?:yes|yep|yeah|exactly|correct|agreed|confirmed|perfect|great|lgtm)\b[\s,.!]",
@@ -147,7 +151,10 @@ PAUSE = _rx(
     r"\bdone\s+for\s+(?:today|now|the\s+day|tonight|the\s+week|this\s+week)\b",
     r"\b(?:call it a day|stop here for (?:now|today))\b",
 )
-NOT_DONE = _rx(r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if)\s+(?:\w+\s+)?done\b")
+NOT_DONE = _rx(
+    r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if)\s+(?:\w+\s+)?done\b",
+    r"\bdone\s+(?:except|apart from|but|save for)\b",
+)
 REVERSAL = _rx(
     r"\binstead\b",
     r"\bactually\b",

@@ -52,6 +52,10 @@ SHIFT = re.compile(
     r"another thing|new topic|moving on|let'?s move on|unrelated(?: question)?[:,]|"
     r"(?:going\s+|coming\s+|getting\s+)?back to\s+(?:the\s+|our\s+|my\s+)?(?P<resume>[^.,;:!?\n]{2,60}))"
 )
+PENDING = re.compile(
+    r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
+    r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet)"
+)
 BLOCKER = re.compile(
     r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*)|didn'?t (?:fix|work|help)|"
     r"doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|can'?t (?:get|make|find)|"
@@ -179,10 +183,13 @@ def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
 
 
 def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> str:
+    """Concluded, unless a problem or an open item is raised at or after the conclusion."""
     if conclusion is None:
         return "open"
-    after = [e for e in open_turns if e[0] > conclusion["turn"] and e[1] == "user"]
-    return "open" if any(e[6] for e in after) else "concluded"
+    after = [e for e in open_turns if e[0] >= conclusion["turn"]]
+    if any(e[6] for e in after if e[0] > conclusion["turn"]) or any(e[8] for e in after):
+        return "open"
+    return "concluded"
 
 
 def summarize(
@@ -387,8 +394,9 @@ def _boundary(
     open_turns = current["open"]
     if len(open_turns) >= 2 * params.max_turns:
         return "length", None
-    if role != "user" or injected:
+    if role == "tool" or injected:
         return None, None
+    # a long pause starts a new segment whoever speaks next (two people may alternate)
     last = _seconds(state["last_ts"])
     if ts is not None and last is not None and ts - last >= params.time_gap_seconds:
         return "time_gap", None
@@ -397,6 +405,8 @@ def _boundary(
     if shift:
         resume = shift.group("resume")
         return ("resume", resume.strip()) if resume else ("shift", None)
+    if role != "user":
+        return None, None
     if len(open_turns) >= params.max_turns:
         return "length", None
     found = segment_conclusion(open_turns)
@@ -464,7 +474,9 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         found = conclusions.detect(
             number, role, text, (previous[1], previous[2]) if previous else None
         )
-    failure = role == "user" and bool(BLOCKER.search(text.lower()))
+    lower = text.lower()
+    failure = role == "user" and bool(BLOCKER.search(lower))
+    pending = role in ("user", "assistant") and bool(PENDING.search(lower))
     entry = [
         number,
         role,
@@ -474,6 +486,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         found.as_dict() if found else None,
         failure,
         injected,
+        pending,
     ]
     state["current"]["open"].append(entry)
     if found is not None:

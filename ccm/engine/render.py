@@ -248,6 +248,15 @@ def _lifecycle(
     return "active"
 
 
+def _keywords(effort: dict[str, Any], by_segment: dict[str, dict[str, Any]]) -> list[str]:
+    """Readable keywords of an effort: its segments' topic words, latest first."""
+    words: dict[str, None] = {}
+    for sid in reversed(effort["segments"]):
+        for word in by_segment[sid]["topic"]:
+            words.setdefault(word, None)
+    return list(words)[:8]
+
+
 def _span(segment: dict[str, Any]) -> list[int]:
     return [segment["first"], segment["last"]]
 
@@ -336,7 +345,7 @@ def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
             {
                 "id": effort["id"],
                 "topic": effort["topic"],
-                "keywords": top_terms(effort["terms"], 8),
+                "keywords": _keywords(effort, by_segment),
                 "segment_refs": effort["segments"],
                 "last_active": effort["last"],
                 "importance": round(1.0 + marks.importance.get(effort["id"], 0.0), 3),

@@ -26,8 +26,8 @@ from ccm.errors import CCMError, FormatError, UsageError
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import BadLine, LockedLog, Store, check_session_id, slug_session_id, utc_now
 
-FORMATS = ("jsonl", "claude-code", "chatgpt", "anthropic")
-FORMAT_HINT = "pass --format jsonl, claude-code, chatgpt or anthropic"
+FORMATS = ("jsonl", "claude-code", "chatgpt", "anthropic", "locomo")
+FORMAT_HINT = "pass --format jsonl, claude-code, chatgpt, anthropic or locomo"
 _CLAUDE_TYPES = {
     "user",
     "assistant",
@@ -60,6 +60,10 @@ def importer(fmt: str) -> Importer:
         from ccm.ingest import anthropic
 
         return anthropic.parse
+    if fmt == "locomo":
+        from ccm.ingest import locomo
+
+        return locomo.parse
     raise UsageError(f"unknown format {fmt!r}", FORMAT_HINT)
 
 
@@ -74,6 +78,8 @@ def _json_kind(value: Any) -> str | None:
         return None
     if "mapping" in first:
         return "chatgpt"
+    if isinstance(first.get("conversation"), dict) and "sample_id" in first:
+        return "locomo"
     if isinstance(first.get("messages"), list) or (
         first.get("type") == "message" and "content" in first
     ):
