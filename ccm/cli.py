@@ -375,17 +375,17 @@ def undo(ctx: click.Context, session: str, event_id: str | None, as_json: bool) 
 @_errors_as_exit_codes
 def events(ctx: click.Context, session: str, as_json: bool) -> None:
     """List a session's events: pins, focus, notes, critical marks, commands, undos."""
-    from ccm.engine.render import active_events
+    from ccm.engine.render import cancelled_ids
 
     store = _store(ctx)
     store.require_session(session)
     found, bad, _ = store.read_events(session)
-    live = {e["id"] for e in active_events(found)}
+    cancelled = cancelled_ids(found)
     if as_json:
         _emit_json(found)
     else:
         for event in found:
-            state = "" if event["id"] in live or event["kind"] == "undo" else "  (undone)"
+            state = "  (undone)" if event["id"] in cancelled else ""
             args = event.get("args") or {}
             what = (
                 args.get("targets")
@@ -431,6 +431,100 @@ def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -
     for item in items:
         where = f"turn {item['turn']}" if item["turn"] else item["id"]
         click.echo(f"[{item['kind']}] {item['text']}  ({where})")
+
+
+@main.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def health(ctx: click.Context, session: str, as_json: bool) -> None:
+    """Tokens against the window, relevance of old context, drift, and what to do."""
+    from ccm import derive
+    from ccm.engine.health import assess
+
+    store = _store(ctx)
+    derived = derive.update(store, session)
+    events_found, _, _ = store.read_events(session)
+    report = assess(derived.state, derived.tiers, events_found, store.config)
+    if as_json:
+        _emit_json(report.as_dict())
+        return
+    click.echo(f"{session}: {report.status.upper()}")
+    click.echo(f"  tokens        {report.tokens} of {report.window} ({report.utilization:.1%})")
+    click.echo(
+        f"  old context   {report.stale_tokens} stale tokens; relevance {report.old_context_relevance:.2f}"
+    )
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in report.drift_parts.items())
+    click.echo(f"  drift         {report.drift:.2f} ({parts})")
+    click.echo(
+        f"  critical      {report.critical_tokens} tokens, {report.critical_ratio:.1%} of the budget"
+    )
+    for issue in report.issues:
+        click.echo(f"  ! {issue}")
+    for suggestion in report.suggestions:
+        click.echo(f"  -> {suggestion}")
+
+
+@main.command()
+@click.argument("session")
+@click.option(
+    "--strategy",
+    type=click.Choice(["summarize", "selective", "aggressive"]),
+    default="selective",
+    show_default=True,
+    help="How much to compact.",
+)
+@click.option("--dry-run", is_flag=True, help="Only show the plan.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def compact(ctx: click.Context, session: str, strategy: str, dry_run: bool, as_json: bool) -> None:
+    """Summarize or archive old segments; reversible (events; @expand or undo restore)."""
+    from ccm import memory
+
+    store = _store(ctx)
+    store.require_session(session)
+    plan = memory.compact(store, session, strategy, dry_run)
+    if as_json:
+        _emit_json({**plan.as_dict(), "dry_run": dry_run})
+        return
+    verb = "would" if dry_run else "did"
+    click.echo(
+        f"Compaction ({strategy}) {verb} save {plan.saved} tokens: {plan.tokens_before} -> {plan.tokens_after}"
+    )
+    click.echo(f"  kept whole   {', '.join(plan.kept) or '-'}")
+    click.echo(f"  summarized   {', '.join(plan.summarized) or '-'}")
+    click.echo(f"  archived     {', '.join(plan.removed) or '-'}")
+    click.echo("The model should still remember:")
+    for item in plan.remember:
+        click.echo(f"  - {item}")
+    if not dry_run and (plan.summarized or plan.removed):
+        click.echo(f"Undo with `ccm undo {session}` (or @expand a segment).")
+
+
+@main.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print the sections as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def summary(ctx: click.Context, session: str, as_json: bool) -> None:
+    """The structured handover summary: seven sections, extractive and offline."""
+    from ccm import derive
+    from ccm.engine.health import summary as build
+
+    store = _store(ctx)
+    derived = derive.update(store, session)
+    events_found, _, _ = store.read_events(session)
+    sections = build(derived.state, derived.tiers, events_found)
+    if as_json:
+        _emit_json(sections)
+        return
+    for name, lines in sections.items():
+        click.echo(f"## {name.replace('_', ' ').capitalize()}")
+        for line in lines or ["(none)"]:
+            click.echo(f"- {line}")
+        click.echo()
 
 
 def _short_ts(ts: str | None) -> str:

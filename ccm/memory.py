@@ -107,3 +107,36 @@ def undo(store: Store, session: str, event_id: str | None = None, who: str = "cl
     )
     derive.update(store, session)
     return Outcome(True, f"{event['id']}: undid {event_id} ({target['kind']})", event)
+
+
+def compact(store: Store, session: str, strategy: str, dry_run: bool = False) -> Any:
+    """Plan a compaction and, unless `dry_run`, record it as events (undo reverts them)."""
+    from ccm.engine import health
+
+    derived = derive.update(store, session)
+    events, _, _ = store.read_events(session)
+    plan = health.plan_compaction(derived.state, derived.tiers, events, strategy)
+    if dry_run:
+        return plan
+    note = f"compacted ({strategy})"
+    new = []
+    if plan.summarized:
+        new.append(
+            {
+                "who": "compaction",
+                "kind": "compress",
+                "args": {"targets": plan.summarized, "text": note},
+            }
+        )
+    if plan.removed:
+        new.append(
+            {
+                "who": "compaction",
+                "kind": "archive",
+                "args": {"targets": plan.removed, "text": note},
+            }
+        )
+    if new:
+        store.append_events(session, new)
+        derive.update(store, session)
+    return plan

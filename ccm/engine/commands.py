@@ -178,13 +178,12 @@ def match_topic(manifest: dict[str, Any], query: str) -> list[str]:
 
 
 def _position(manifest: dict[str, Any], word: str) -> list[str]:
+    """The first third, the middle (all but the first and last thirds) or the last third."""
     segments = _segments(manifest)
-    third = POSITIONS[word]
     count = len(segments)
-    start, end = (count * third) // 3, (count * (third + 1)) // 3
-    if end <= start and count:
-        end = start + 1
-    return [s["id"] for s in segments[start:end]]
+    edge = max(1, count // 3)
+    chosen = {0: segments[:edge], 1: segments[edge : count - edge], 2: segments[count - edge :]}
+    return [s["id"] for s in chosen[POSITIONS[word]]]
 
 
 def _targets(

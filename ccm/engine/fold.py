@@ -42,6 +42,7 @@ SEGMENT_TERMS = 40
 EFFORT_TERMS = 60
 INDEX_TERMS = 8
 DECISIONS_KEPT = 200
+FAILURES_KEPT = 100
 
 State = dict[str, Any]
 
@@ -101,6 +102,8 @@ def new_state(session: str) -> State:
         "segments": [],
         "current": None,
         "recent": [],
+        "opening": None,
+        "failures": [],
         "critical": [],
         "decisions": [],
         "efforts": [],
@@ -505,6 +508,12 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     if role in ("user", "assistant") and unique:
         _mark_references(state, unique, number)
 
+    if state["opening"] is None and role == "user" and not injected and text.strip():
+        state["opening"] = [number, text[:RECENT_CHARS]]
+    if failure:
+        first = next((s for s in sentences(text) if BLOCKER.search(s.lower())), text[:200])
+        state["failures"].append([number, " ".join(first.split())[:300]])
+        del state["failures"][:-FAILURES_KEPT]
     files = paths(text) if role in ("assistant", "tool", "user") else []
     recent = state["recent"]
     recent.append([number, role, text[:RECENT_CHARS], ts_text, files, failure])

@@ -43,14 +43,20 @@ class Tiers:
     working: dict[str, Any]
 
 
-def active_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Events still in force: those not cancelled by an (itself not cancelled) undo."""
+def cancelled_ids(events: list[dict[str, Any]]) -> set[str]:
+    """Ids of the events cancelled by an undo that is itself not cancelled."""
     cancelled: set[str] = set()
     for event in reversed(events):
         if event["id"] in cancelled:
             continue
         if event["kind"] == "undo" and event.get("reverts"):
             cancelled.add(event["reverts"])
+    return cancelled
+
+
+def active_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events still in force (undo events themselves excluded)."""
+    cancelled = cancelled_ids(events)
     return [e for e in events if e["id"] not in cancelled and e["kind"] != "undo"]
 
 
