@@ -88,35 +88,84 @@ def tiers_yaml(tiers: Tiers) -> dict[str, str]:
     }
 
 
-def update(store: Store, session: str, rebuild: bool = False) -> Derived:
-    """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""
-    store.require_session(session)
-    config = store.config
-    params = Params.from_config(config)
-    state: State | None
-    cursor: Cursor | None
-    state, cursor = (None, None) if rebuild else _load_cache(store, session, params)
-    rebuilt = state is None
-    if state is None or cursor is None:
-        state, cursor = new_state(session), Cursor()
-    turns, bad, cursor = store.read_turns(session, cursor)
-    if bad:
-        store.quarantine(session, bad)
-        for line in bad:
-            log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
-    fold(state, turns, params)
-    events, bad_events, _ = store.read_events(session)
-    if bad_events:
+class Engine:
+    """One session's engine, kept in memory between updates.
+
+    `update` folds only what was appended since the last call. A short-lived process
+    (a CLI command) starts from the cache under ``.ccm/``; a long-lived one (the
+    daemon) keeps the state in memory and may save the cache less often
+    (``save=False``), since the cache can always be rebuilt from the log.
+    """
+
+    def __init__(self, store: Store, session: str) -> None:
+        self.store = store
+        self.session = session
+        self.state: State | None = None
+        self.cursor = Cursor()
+        self.key = ""
+        self.inode: int | None = None
+
+    def _fresh_start(self, params: Params, rebuild: bool) -> bool:
+        """Load the cache (or start empty); True when the state is built from scratch."""
+        state, cursor = (None, None) if rebuild else _load_cache(self.store, self.session, params)
+        if state is None or cursor is None:
+            self.state, self.cursor = new_state(self.session), Cursor()
+            return True
+        self.state, self.cursor = state, cursor
+        return False
+
+    def _still_valid(self, params: Params) -> bool:
+        if self.state is None or self.key != params.key():
+            return False
+        try:
+            st = self.store.raw_path(self.session).stat()
+        except FileNotFoundError:
+            return False
+        if st.st_ino != self.inode or st.st_size < self.cursor.offset:
+            log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", self.session)
+            return False
+        return True
+
+    def update(self, rebuild: bool = False, save: bool = True) -> Derived:
+        store, session = self.store, self.session
+        store.require_session(session)
+        config = store.config
+        params = Params.from_config(config)
+        rebuilt = False
+        if rebuild or not self._still_valid(params):
+            rebuilt = self._fresh_start(params, rebuild)
+        assert self.state is not None
+        turns, bad, self.cursor = store.read_turns(session, self.cursor)
+        if bad:
+            store.quarantine(session, bad)
+            for line in bad:
+                log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
+        fold(self.state, turns, params)
+        self.key = params.key()
+        raw = store.raw_path(session)
+        self.inode = raw.stat().st_ino if raw.exists() else None
+        events, bad_events, _ = store.read_events(session)
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
-    tiers = render(state, events, config)
-    written = _write(store, session, tiers)
-    _save_cache(store, session, params, state, cursor)
-    return Derived(session, len(turns), rebuilt, written, tiers, state)
+        tiers = render(self.state, events, config)
+        written = _write(store, session, tiers, full_check=rebuilt)
+        if save or rebuilt:
+            _save_cache(store, session, params, self.state, self.cursor)
+        return Derived(session, len(turns), rebuilt, written, tiers, self.state)
 
 
-def _write(store: Store, session: str, tiers: Tiers) -> list[str]:
-    """Replace each derived file whose content changed; returns the names written."""
+def update(store: Store, session: str, rebuild: bool = False) -> Derived:
+    """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""
+    return Engine(store, session).update(rebuild=rebuild)
+
+
+def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) -> list[str]:
+    """Replace each derived file whose content changed; returns the names written.
+
+    Each document is checked against its schema before it is written; on an
+    incremental update the manifest is checked on its newest segments (older ones
+    were checked when first written and change only in their values since).
+    """
     from ccm import schemas
     from ccm.errors import SchemaError
 
@@ -125,6 +174,8 @@ def _write(store: Store, session: str, tiers: Tiers) -> list[str]:
     texts = tiers_yaml(tiers)
     for name, schema in FILES:
         data: Any = getattr(tiers, schema)
+        if name == "manifest.yaml" and not full_check:
+            data = {**data, "segments": data["segments"][-3:]}
         why = schemas.problem(schema, data)
         if why is not None:
             raise SchemaError(folder / name, None, f"refusing to write: {why}")

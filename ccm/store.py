@@ -157,6 +157,11 @@ def atomic_write(path: Path, data: bytes) -> None:
 # JSON lines
 
 
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+_UTF8_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_WRITE_CHUNK = 4 * 1024 * 1024
+
+
 def dumps_line(record: dict[str, Any]) -> bytes:
     """One compact JSON line, UTF-8, newline-terminated.
 
@@ -164,11 +169,14 @@ def dumps_line(record: dict[str, Any]) -> bytes:
     encoded; such a record is written with ASCII escapes instead, which reads back
     to the identical string.
     """
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    ascii_text = _ASCII_ENCODER.encode(record)
+    if "\\u" not in ascii_text:  # pure ASCII: the same bytes, and the fast C encoder
+        return ascii_text.encode("ascii") + b"\n"
+    text = _UTF8_ENCODER.encode(record)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
-        data = json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        data = ascii_text.encode("ascii")
     return data + b"\n"
 
 
@@ -343,23 +351,41 @@ class LockedLog:
         return size > 0 and os.pread(self._fd, 1, size - 1) != b"\n"
 
     def append(self, records: list[dict[str, Any]], fsync: bool = True) -> int:
-        """Append whole lines in one write; returns the bytes written."""
+        """Append whole lines; returns the bytes written.
+
+        Lines go out in writes of up to 4 MiB that always end at a line end, so every
+        line is written whole by one write (a small batch is one write), and a large
+        import does not need a second copy of itself in memory.
+        """
         if not records:
             return 0
-        data = b"".join(dumps_line(record) for record in records)
+        pending: list[bytes] = []
+        size = 0
+        total = 0
         if self._ends_torn():
             log.warning(
                 "%s ends with a torn line (a writer stopped mid-line); "
                 "terminating it so that it stays separate",
                 self.path,
             )
-            data = b"\n" + data
+            pending, size = [b"\n"], 1
+        for record in records:
+            line = dumps_line(record)
+            if size + len(line) > _WRITE_CHUNK and pending:
+                total += self._write(b"".join(pending))
+                pending, size = [], 0
+            pending.append(line)
+            size += len(line)
+        total += self._write(b"".join(pending))
+        if fsync:
+            os.fsync(self._fd)
+        return total
+
+    def _write(self, data: bytes) -> int:
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        if fsync:
-            os.fsync(self._fd)
         return len(data)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,21 @@ def load_file(path: Path) -> Any:
 
 
 def dumps(data: Any) -> str:
-    """Stable, readable YAML: keys in the order given, unicode kept, block style."""
+    """Stable, readable YAML: keys in the order given, unicode kept, block style.
+
+    ccm's own emitter: PyYAML's representer costs about 5 microseconds a node, which
+    made writing a large manifest the slowest part of an update. Documents are plain
+    data (dicts with string keys, lists, strings, numbers, booleans, None); strings
+    that could be read back as anything else are written as JSON strings, which YAML
+    reads as double-quoted scalars. ``dumps_pyyaml`` is the reference it is tested
+    against.
+    """
+    out: list[str] = []
+    _emit(data, 0, out)
+    return "".join(out)
+
+
+def dumps_pyyaml(data: Any) -> str:
     text: str = yaml.dump(
         data,
         Dumper=_Dumper,
@@ -44,3 +60,154 @@ def dumps(data: Any) -> str:
         width=100,
     )
     return text
+
+
+_PLAIN = re.compile(r"[A-Za-z_/][\w .,/()+@=~'!?%$&;:#-]*")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_RESERVED = frozenset(
+    [
+        "y",
+        "Y",
+        "yes",
+        "Yes",
+        "YES",
+        "n",
+        "N",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "null",
+        "Null",
+        "NULL",
+    ]
+)
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return {"nan": ".nan", "inf": ".inf", "-inf": "-.inf"}[repr(value)]
+        text = repr(value)
+        # YAML 1.1 reads an exponent as a float only with a dot in the mantissa
+        return text.replace("e", ".0e") if "e" in text and "." not in text else text
+    text = str(value)
+    if (
+        _PLAIN.fullmatch(text)
+        and text not in _RESERVED
+        and not text.endswith((" ", ":"))
+        and ": " not in text
+        and " #" not in text
+    ):
+        return text
+    encoded = json.dumps(text, ensure_ascii=False)
+    # YAML forbids some characters JSON leaves raw, and reads others as line breaks
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+
+
+def _key(key: Any) -> str:
+    text = str(key)
+    if _PLAIN_KEY.fullmatch(text) and text not in _RESERVED:
+        return text
+    return _scalar(text) if isinstance(key, str) else json.dumps(text)
+
+
+def _emit(data: Any, indent: int, out: list[str]) -> None:
+    """Block YAML for `data`, whose first line starts at the current position."""
+    pad = " " * indent
+    if isinstance(data, dict):
+        if not data:
+            out.append("{}\n")
+            return
+        first = True
+        for key, value in data.items():
+            if not first:
+                out.append(pad)
+            first = False
+            out.append(_key(key) + ":")
+            _value(value, indent, out)
+        return
+    if isinstance(data, list | tuple):
+        if not data:
+            out.append("[]\n")
+            return
+        first = True
+        for item in data:
+            if not first:
+                out.append(pad)
+            first = False
+            out.append("- ")
+            if isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
+                out.append(_memo_item(item, indent + 2))
+            elif isinstance(item, dict | list | tuple) and item:
+                _emit(item, indent + 2, out)
+            else:
+                out.append(
+                    _scalar(item)
+                    if not isinstance(item, dict | list | tuple)
+                    else ("{}" if isinstance(item, dict) else "[]")
+                )
+                out.append("\n")
+        return
+    out.append(_scalar(data) + "\n")
+
+
+_MEMO: dict[tuple[str, int], str] = {}
+_MEMO_MIN_KEYS = 6
+_MEMO_MAX = 100_000
+
+
+def _memo_item(item: dict[str, Any], indent: int) -> str:
+    """The YAML of a large mapping in a list, remembered by its JSON (C-fast) form.
+
+    A manifest is mostly segments that did not change since the last write; a
+    long-running process (the daemon) then pays for the changed ones only.
+    """
+    key = (json.dumps(item, ensure_ascii=False, separators=(",", ":")), indent)
+    text = _MEMO.get(key)
+    if text is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        part: list[str] = []
+        _emit(item, indent, part)
+        text = _MEMO[key] = "".join(part)
+    return text
+
+
+def _value(value: Any, indent: int, out: list[str]) -> None:
+    """The value of a mapping key: inline when scalar, on the next lines otherwise."""
+    if isinstance(value, dict) and value:
+        out.append("\n" + " " * (indent + 2))
+        _emit(value, indent + 2, out)
+    elif isinstance(value, list | tuple) and value:
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            out.append(" [" + ", ".join(_scalar(v) for v in value) + "]\n")
+        else:
+            out.append("\n" + " " * indent)
+            _emit(value, indent, out)
+    elif isinstance(value, dict):
+        out.append(" {}\n")
+    elif isinstance(value, list | tuple):
+        out.append(" []\n")
+    else:
+        out.append(" " + _scalar(value) + "\n")

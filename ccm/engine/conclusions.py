@@ -223,6 +223,8 @@ def detect(
     parts = [s.lower() for s in originals]
     whole_failure = _has_failure(lower)
     for index, sentence in enumerate(parts):
+        if not ANY_CUE.search(sentence):
+            continue
         original = originals[index]
         following = parts[index + 1] if index + 1 < len(parts) else ""
         for kind, pattern in CUES:

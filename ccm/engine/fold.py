@@ -32,7 +32,7 @@ from typing import Any
 from ccm import tokens as tokenizer
 from ccm.config import Config
 from ccm.engine import conclusions, critical
-from ccm.engine.text import cosine, paths, sentences, terms, top_terms
+from ccm.engine.text import cosine, paths, sentences, term_of, terms, top_terms, words
 
 STATE_VERSION = 1
 RECENT_TURNS = 30
@@ -131,9 +131,10 @@ def _turn_terms(role: str, text: str) -> list[str]:
 
 
 def _vector(open_turns: list[list[Any]], only: slice | None = None) -> Counter[str]:
+    """Term counts of open turns (each entry keeps its terms: no text is re-read)."""
     counts: Counter[str] = Counter()
     for entry in open_turns[only] if only else open_turns:
-        counts.update(_turn_terms(entry[1], entry[2]))
+        counts.update(entry[9])
     return counts
 
 
@@ -153,11 +154,10 @@ def _surface(open_turns: list[list[Any]], stems: list[str]) -> list[str]:
     for entry in open_turns:
         if entry[1] == "tool":
             continue
-        for word in re.findall(r"[^\W_][\w'-]*", entry[2].lower()):
-            word = word.strip("'-")
-            found = terms(word)
-            if found and found[0] in wanted:
-                seen[found[0]][word] += 1
+        for word in words(entry[2].lower()):
+            term = term_of(word)
+            if term in wanted:
+                seen[term][word.strip("'-")] += 1
     return [top_terms(dict(seen[s]), 1)[0] if seen[s] else s for s in stems]
 
 
@@ -388,7 +388,13 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
 
 
 def _boundary(
-    state: State, params: Params, role: str, text: str, ts: float | None, injected: bool
+    state: State,
+    params: Params,
+    role: str,
+    text: str,
+    turn_terms: list[str],
+    ts: float | None,
+    injected: bool,
 ) -> tuple[str | None, str | None]:
     """Whether a new segment starts at this turn: (cue, resumed topic)."""
     current = state["current"]
@@ -419,13 +425,13 @@ def _boundary(
         and open_turns[-1][0] >= found["turn"]
     ):
         recent = _vector(open_turns, slice(-6, None))
-        mine = Counter(terms(text))
+        mine = Counter(turn_terms)
         if cosine(mine, recent) < 0.2:
             return "conclusion", None
     return None, None
 
 
-def _cohesion_split(state: State, params: Params, role: str, text: str) -> bool:
+def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[str]) -> bool:
     """At an answer, decide whether the user turn before it opened a new topic."""
     current = state["current"]
     if role != "assistant" or current is None:
@@ -434,8 +440,8 @@ def _cohesion_split(state: State, params: Params, role: str, text: str) -> bool:
     if len(open_turns) < params.min_turns + 1 or open_turns[-1][1] != "user":
         return False
     before = _vector(open_turns, slice(-5, -1))
-    after = Counter(terms(open_turns[-1][2]))
-    after.update(terms(text))
+    after = Counter(open_turns[-1][9])
+    after.update(turn_terms)
     if not before or not after:
         return False
     score = cosine(before, after)
@@ -460,12 +466,13 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     injected = bool(meta.get("injected") or meta.get("compact_summary"))
     count = tokenizer.count_tokens(text)
     ts = _seconds(ts_text)
+    turn_terms = _turn_terms(role, text)
 
-    cue, resume = _boundary(state, params, role, text, ts, injected)
+    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected)
     if cue is not None:
         _close(state, params)
         state["current"] = _new_segment(state, cue, resume)
-    elif _cohesion_split(state, params, role, text):
+    elif _cohesion_split(state, params, role, turn_terms):
         moved = state["current"]["open"].pop()
         _close(state, params)
         state["current"] = _new_segment(state, "cohesion")
@@ -490,6 +497,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         failure,
         injected,
         pending,
+        turn_terms,
     ]
     state["current"]["open"].append(entry)
     if found is not None:
@@ -500,7 +508,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         for kind, sentence in critical.detect(role, text):
             _add_critical(state, number, kind, sentence)
 
-    unique = set(_turn_terms(role, text))
+    unique = set(turn_terms)
     df = state["df"]
     for term in unique:
         df[term] = df.get(term, 0) + 1

@@ -12,6 +12,7 @@ restores it).
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -301,14 +302,14 @@ def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
 
     by_segment = {s["id"]: s for s in segments}
     critical = critical_items(state, events)
+    placed = sorted((c["turn"], index) for index, c in enumerate(critical) if c["turn"] is not None)
+    turns_of = [turn for turn, _ in placed]
     manifest_segments = []
     for segment in segments:
         conclusion = segment["conclusion"]
-        crit = [
-            c["text"]
-            for c in critical
-            if c["turn"] is not None and segment["first"] <= c["turn"] <= segment["last"]
-        ]
+        low = bisect.bisect_left(turns_of, segment["first"])
+        high = bisect.bisect_right(turns_of, segment["last"])
+        crit = [critical[index]["text"] for _, index in placed[low:high]]
         item: dict[str, Any] = {
             "id": segment["id"],
             "raw_lines": [segment["first"], segment["last"]],

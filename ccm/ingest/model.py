@@ -10,6 +10,7 @@ be read as that format at all raises `ccm.errors.FormatError`.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -90,6 +91,9 @@ class Parsed:
     rejected: list[Rejected] = field(default_factory=list)
 
 
+_CANONICAL = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+
+
 def epoch_to_iso(seconds: float) -> str:
     """Epoch seconds as ISO-8601 UTC with milliseconds and a ``Z``."""
     moment = datetime.fromtimestamp(seconds, UTC)
@@ -109,6 +113,8 @@ def normalise_ts(value: Any) -> str | None:
         except (OverflowError, OSError, ValueError):
             return None
     if isinstance(value, str):
+        if _CANONICAL.fullmatch(value):
+            return value  # already ISO-8601 UTC with milliseconds: the common case
         text = value.strip()
         if not text:
             return None

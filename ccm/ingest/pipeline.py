@@ -283,6 +283,11 @@ def _known(raw: LockedLog, want_contents: bool) -> _Known:
 
 def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn], int]:
     """The turns of `session` that the store does not hold yet, and the duplicates count."""
+    if not known.last_turn and not known.ids and not known.contents:
+        # an empty session: only duplicates inside the input itself can be dropped
+        ids = [t.id for t in session.turns if t.id is not None]
+        if len(ids) == len(set(ids)):
+            return list(session.turns), 0
     fresh: list[SourceTurn] = []
     duplicates = 0
     occurrences: Counter[bytes] = Counter()
