@@ -193,14 +193,15 @@ class BadLine:
     """A line that is not a valid record; kept verbatim for the quarantine."""
 
     path: str
-    line: int
-    offset: int
+    line: int | None  # None: the input is not line-based (a JSON document)
+    offset: int | None
     error: str
     raw: bytes
     hint: str | None = None
 
     def describe(self) -> str:
-        text = f"{self.path}:{self.line}: {self.error}"
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        text = f"{where}: {self.error}"
         return f"{text} ({self.hint})" if self.hint else text
 
 

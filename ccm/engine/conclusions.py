@@ -37,6 +37,7 @@ CONFIDENCE = {
     "insight": 0.7,
 }
 ASSISTANT_FACTOR = 0.7
+LONG_TURN = 3000
 
 
 @dataclass(frozen=True)
@@ -214,16 +215,20 @@ def detect(
     """The conclusion `text` states, or None; `previous` is the (role, text) before it."""
     if role not in ("user", "assistant") or not text.strip():
         return None
+    if len(text) > LONG_TURN:
+        # conclusions open or close a long turn; its middle is code, logs or detail
+        text = text[: LONG_TURN // 2] + "\n" + text[-LONG_TURN // 2 :]
     lower = text.lower()
     confirming = role == "user" and previous is not None and previous[0] == "assistant"
-    if not ANY_CUE.search(lower) and not (confirming and CONFIRMATION.search(lower[:80])):
+    hits = {m.group() for m in ANY_CUE.finditer(lower)}
+    if not hits and not (confirming and CONFIRMATION.search(lower[:80])):
         return None
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(text)
     parts = [s.lower() for s in originals]
     whole_failure = _has_failure(lower)
     for index, sentence in enumerate(parts):
-        if not ANY_CUE.search(sentence):
+        if not any(hit in sentence for hit in hits):
             continue
         original = originals[index]
         following = parts[index + 1] if index + 1 < len(parts) else ""

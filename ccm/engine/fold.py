@@ -105,6 +105,7 @@ def new_state(session: str) -> State:
         "opening": None,
         "failures": [],
         "critical": [],
+        "critical_keys": {},
         "decisions": [],
         "efforts": [],
         "effort_index": {},
@@ -147,6 +148,33 @@ def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
     return top_terms(weights, limit)
 
 
+CENTRAL_TURNS = 4
+
+
+def central_turns(state: State, open_turns: list[list[Any]], top: list[str]) -> list[list[Any]]:
+    """The few user/assistant turns that carry the segment's topic, in turn order.
+
+    Summaries and keywords read only these, so closing a long segment costs the
+    same as closing a short one.
+    """
+    wanted = set(top)
+    scored = []
+    for position, entry in enumerate(open_turns):
+        if entry[1] not in ("user", "assistant") or entry[7]:
+            continue
+        found = set(entry[9])
+        if not found:
+            continue
+        score = sum(_idf(state, t) for t in found & wanted) / math.sqrt(len(found))
+        if entry[1] == "user":
+            score *= 1.2
+        if position == 0:
+            score *= 1.3
+        scored.append((score, entry[0], entry))
+    best = sorted(scored, key=lambda item: (-item[0], item[1]))[:CENTRAL_TURNS]
+    return [item[2] for item in sorted(best, key=lambda item: item[1])]
+
+
 def _surface(open_turns: list[list[Any]], stems: list[str]) -> list[str]:
     """Readable words for stems: the most frequent lowercase word behind each."""
     wanted = set(stems)
@@ -154,7 +182,7 @@ def _surface(open_turns: list[list[Any]], stems: list[str]) -> list[str]:
     for entry in open_turns:
         if entry[1] == "tool":
             continue
-        for word in words(entry[2].lower()):
+        for word in words(entry[2][:4000].lower()):
             term = term_of(word)
             if term in wanted:
                 seen[term][word.strip("'-")] += 1
@@ -202,13 +230,13 @@ def summarize(
     limit: int,
     top: list[str],
 ) -> str:
-    """Extractive summary: the most central sentences, then the conclusion."""
+    """Extractive summary: the most central sentences of the most central turns, then
+    the conclusion."""
     wanted = set(top)
     candidates: list[tuple[float, int, int, str]] = []
-    for position, entry in enumerate(open_turns):
-        if entry[1] not in ("user", "assistant") or entry[7]:
-            continue
-        for index, sentence in enumerate(sentences(entry[2])):
+    first_turn = open_turns[0][0] if open_turns else 0
+    for entry in central_turns(state, open_turns, top):
+        for index, sentence in enumerate(sentences(entry[2][:6000])):
             if len(sentence) > 400 or sentence.startswith(("[tool_use]", "```")):
                 continue
             found = set(terms(sentence))
@@ -217,7 +245,7 @@ def summarize(
             score = sum(_idf(state, t) for t in found & wanted) / math.sqrt(len(found))
             if entry[1] == "user":
                 score *= 1.2
-            if position == 0 and index == 0:
+            if entry[0] == first_turn and index == 0:
                 score *= 1.3
             candidates.append((score, entry[0], index, sentence))
     best = sorted(candidates, key=lambda c: (-c[0], c[1], c[2]))[:2]
@@ -294,7 +322,7 @@ def _close(state: State, params: Params) -> None:
         "tokens": sum(e[4] for e in open_turns),
         "cue": segment["cue"],
         "terms": {t: counts[t] for t in top},
-        "topic": _surface(open_turns, top[:5]),
+        "topic": _surface(central_turns(state, open_turns, top[:12]), top[:5]),
         "summary": summarize(state, open_turns, conclusion, params.summary_tokens, top[:12]),
         "conclusion": conclusion,
         "status": segment_status(open_turns, conclusion),
@@ -374,8 +402,9 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
 
 def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     key = " ".join(text.lower().split())
-    if any(" ".join(item["text"].lower().split()) == key for item in state["critical"]):
+    if key in state["critical_keys"]:
         return
+    state["critical_keys"][key] = turn
     state["critical"].append(
         {
             "id": f"crit_{len(state['critical']) + 1}",
@@ -513,7 +542,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     for term in unique:
         df[term] = df.get(term, 0) + 1
     state["docs"] += 1
-    if role in ("user", "assistant") and unique:
+    if role == "user" and unique:
         _mark_references(state, unique, number)
 
     if state["opening"] is None and role == "user" and not injected and text.strip():

@@ -41,7 +41,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock|db"
 )
-_PATH_SPLIT = re.compile(r"[\s\"'`(),;{}\[\]<>=|*]+")
+_PATH_TOKEN = re.compile(r"[^\s\"'`(),;{}\[\]<>=|*]*[/.][^\s\"'`(),;{}\[\]<>=|*]*")
+_PATH_HINT = re.compile(rf"\w/[\w.-]|\w\.(?:{_EXTENSIONS})\b")
 _FILE_NAME = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
 _FILE_END = re.compile(r"/[\w.-]*\w\.\w{1,6}$")
 
@@ -112,9 +113,11 @@ def paths(text: str) -> list[str]:
     """File paths and file names mentioned in `text`, in order, without repeats."""
     if "/" not in text and "." not in text:
         return []
+    if len(text) > 2000 and not _PATH_HINT.search(text):
+        return []
     seen: dict[str, None] = {}
-    for token in _PATH_SPLIT.split(text):  # linear: no regex backtracking on long words
-        token = token.rstrip(".:!?")
+    for match in _PATH_TOKEN.finditer(text):  # only tokens with a dot or a slash
+        token = match.group().rstrip(".:!?")
         if "/" in token:
             if "://" in token or not _FILE_END.search(token):
                 continue  # a URL, or a folder: not an open file

@@ -383,7 +383,7 @@ def _quarantine(store: Store, rejected: list[Rejected], fallback: str) -> None:
             session = slug_session_id(session)
         item.session = session
         by_session.setdefault(session, []).append(
-            BadLine(item.source, item.line or 0, item.offset or 0, item.error, item.raw, item.hint)
+            BadLine(item.source, item.line, item.offset, item.error, item.raw, item.hint)
         )
     for session, lines in by_session.items():
         store.quarantine(session, lines)
