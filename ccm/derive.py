@@ -18,7 +18,7 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import Tiers, render
-from ccm.store import Cursor, Store, atomic_write
+from ccm.store import Cursor, Store, atomic_write, atomic_write_many
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) ->
     from ccm import schemas
     from ccm.errors import SchemaError
 
-    written = []
+    changed: dict[str, bytes] = {}
     folder = store.session_dir(session)
     texts = tiers_yaml(tiers)
     for name, schema in FILES:
@@ -186,9 +186,9 @@ def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) ->
                 continue
         except FileNotFoundError:
             pass
-        atomic_write(path, encoded)
-        written.append(name)
-    return written
+        changed[name] = encoded
+    atomic_write_many(folder, changed)
+    return list(changed)
 
 
 def current_state(store: Store, session: str) -> Derived:

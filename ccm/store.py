@@ -137,18 +137,30 @@ def _fsync_dir(folder: Path) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a reader sees the old or the new file, whole."""
-    folder = path.parent
+    atomic_write_many(path.parent, {path.name: data})
+
+
+def atomic_write_many(folder: Path, files: dict[str, bytes]) -> None:
+    """Replace several files of one folder atomically, each on its own, with one
+    fsync of the folder at the end (a reader sees each file old or new, whole)."""
+    if not files:
+        return
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{path.name}{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}"
+    temps: list[tuple[Path, Path]] = []
     try:
-        with open(tmp, "xb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        for name, data in files.items():
+            tmp = folder / f".{name}{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}"
+            temps.append((tmp, folder / name))
+            with open(tmp, "xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, path in temps:
+            os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        for tmp, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
         raise
     _fsync_dir(folder)
 

@@ -174,7 +174,21 @@ def _emit(data: Any, indent: int, out: list[str]) -> None:
 
 _MEMO: dict[tuple[str, int], str] = {}
 _MEMO_MIN_KEYS = 6
+_MEMO_MIN_ITEMS = 16
 _MEMO_MAX = 100_000
+
+
+def _memo(value: Any, indent: int) -> str:
+    """The YAML of a long list, remembered like `_memo_item`."""
+    key = (json.dumps(value, ensure_ascii=False, separators=(",", ":")), indent)
+    text = _MEMO.get(key)
+    if text is None:
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        part: list[str] = []
+        _emit(value, indent, part)
+        text = _MEMO[key] = "".join(part)
+    return text
 
 
 def _memo_item(item: dict[str, Any], indent: int) -> str:
@@ -202,6 +216,9 @@ def _value(value: Any, indent: int, out: list[str]) -> None:
     elif isinstance(value, list | tuple) and value:
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
             out.append(" [" + ", ".join(_scalar(v) for v in value) + "]\n")
+        elif len(value) >= _MEMO_MIN_ITEMS:
+            out.append("\n" + " " * indent)
+            out.append(_memo(value, indent))
         else:
             out.append("\n" + " " * indent)
             _emit(value, indent, out)

@@ -38,6 +38,7 @@ CONFIDENCE = {
 }
 ASSISTANT_FACTOR = 0.7
 LONG_TURN = 3000
+LONG_ANSWER = 1200
 
 
 @dataclass(frozen=True)
@@ -215,9 +216,10 @@ def detect(
     """The conclusion `text` states, or None; `previous` is the (role, text) before it."""
     if role not in ("user", "assistant") or not text.strip():
         return None
-    if len(text) > LONG_TURN:
+    limit = LONG_TURN if role == "user" else LONG_ANSWER
+    if len(text) > limit:
         # conclusions open or close a long turn; its middle is code, logs or detail
-        text = text[: LONG_TURN // 2] + "\n" + text[-LONG_TURN // 2 :]
+        text = text[: limit // 2] + "\n" + text[-limit // 2 :]
     lower = text.lower()
     confirming = role == "user" and previous is not None and previous[0] == "assistant"
     hits = {m.group() for m in ANY_CUE.finditer(lower)}

@@ -16,15 +16,18 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
     (
         "instruction",
         re.compile(
-            r"\b(?:always|never|don'?t ever|do not ever|under no circumstances|make sure (?:to|you)|"
+            # imperative, not descriptive: "Always keep ...", "..., never floats",
+            # "we always ...", not "this never splits the limit"
+            r"(?:^|[:;,\u2014-]\s*|\b(?:you|we|i|please|to|should|must|will)\s+)(?:always|never)\b|"
+            r"\b(?:don'?t ever|do not ever|under no circumstances|make sure (?:to|you|that)|"
             r"remember to|be sure to)\b",
         ),
     ),
     (
         "requirement",
         re.compile(
-            r"\b(?:must(?:n'?t| not)?|required|requirement|has to|have to|needs? to be|"
-            r"is mandatory|at all times)\b",
+            r"\b(?:must(?:n'?t| not)?|(?:is|are) required|required:|requirement|has to|have to|"
+            r"needs? to be|is mandatory|at all times)\b",
         ),
     ),
     (
@@ -48,6 +51,7 @@ _ANY = re.compile(
     r"at least|only use|only allow|not allowed|forbidden|do not use|don't use|avoid|prefer|"
     r"like|want|would rather|please use|please keep|please write|under no circumstances|ever"
 )
+FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")
 _QUESTION = re.compile(r"\?\s*$")
 _MAX_CHARS = 300
 
@@ -68,4 +72,14 @@ def detect(role: str, text: str) -> list[tuple[str, str]]:
                     clipped = clipped[: _MAX_CHARS - 1].rstrip() + "\u2026"
                 found.append((kind, clipped))
                 break
+    return found
+
+
+def forbidden_terms(text: str) -> list[str]:
+    """What a "never X" / "don't X" / "avoid X" item forbids, as terms (for drift checks)."""
+    from ccm.engine.text import terms
+
+    found: list[str] = []
+    for match in FORBID.finditer(text.lower()):
+        found.extend(t for t in terms(match.group(1)) if len(t) > 2 and t not in found)
     return found

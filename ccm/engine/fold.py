@@ -38,10 +38,12 @@ STATE_VERSION = 1
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
+PATH_CHARS = 4000
 SEGMENT_TERMS = 40
 EFFORT_TERMS = 60
 INDEX_TERMS = 8
 DECISIONS_KEPT = 200
+COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common to match on
 FAILURES_KEPT = 100
 
 State = dict[str, Any]
@@ -287,7 +289,11 @@ def match_effort(
     vector = {t: float(c) for t, c in counts.items()}
     probe = set(terms(resume)) if resume else set()
     candidates: set[int] = set()
-    for term in list(vector) + list(probe):
+    for term in vector:
+        bucket = state["effort_index"].get(term)
+        if bucket and len(bucket) <= COMMON_BUCKET:
+            candidates.update(bucket)
+    for term in probe:
         candidates.update(state["effort_index"].get(term, ()))
     best, best_score = None, 0.0
     for index in sorted(candidates):
@@ -412,6 +418,8 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
             "turn": turn,
             "kind": kind,
             "source": "pattern",
+            "tokens": tokenizer.count_tokens(text),
+            "forbid": critical.forbidden_terms(text),
         }
     )
 
@@ -551,7 +559,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         first = next((s for s in sentences(text) if BLOCKER.search(s.lower())), text[:200])
         state["failures"].append([number, " ".join(first.split())[:300]])
         del state["failures"][:-FAILURES_KEPT]
-    files = paths(text) if role in ("assistant", "tool", "user") else []
+    files = paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else []
     recent = state["recent"]
     recent.append([number, role, text[:RECENT_CHARS], ts_text, files, failure])
     del recent[:-RECENT_TURNS]
@@ -565,8 +573,9 @@ def _mark_references(state: State, unique: set[str], number: int) -> None:
     hits: Counter[int] = Counter()
     index = state["segment_index"]
     for term in unique:
-        for segment_index in index.get(term, ()):
-            hits[segment_index] += 1
+        bucket = index.get(term)
+        if bucket and len(bucket) <= COMMON_BUCKET:  # a term of every topic tells nothing
+            hits.update(bucket)
     segments = state["segments"]
     for segment_index, shared in hits.items():
         segment = segments[segment_index]

@@ -17,7 +17,6 @@ from ccm.config import Config
 from ccm.engine.render import Tiers, critical_items
 from ccm.engine.text import cosine, terms
 
-FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")
 NEGATED_NEAR = re.compile(
     r"\b(?:not|never|no|without|avoid|instead of|rather than|don'?t)\b[^.]{0,30}$"
 )
@@ -61,24 +60,23 @@ class Health:
 
 def _violations(state: dict[str, Any], critical: list[dict[str, Any]]) -> list[str]:
     """Critical "never X" items whose X shows up, un-negated, in recent assistant turns."""
-    answers = [e for e in state["recent"] if e[1] == "assistant"][-RECENT_ASSISTANT:]
+    answers = [(e[0], e[2].lower()) for e in state["recent"] if e[1] == "assistant"][
+        -RECENT_ASSISTANT:
+    ]
     found = []
     for item in critical:
-        for match in FORBID.finditer(item["text"].lower()):
-            forbidden = [t for t in terms(match.group(1)) if len(t) > 2]
-            if not forbidden:
-                continue
-            for entry in answers:
-                if item.get("turn") and entry[0] <= item["turn"]:
+        forbidden = item["forbid"]
+        if forbidden:
+            for turn, lower in answers:
+                if item.get("turn") and turn <= item["turn"]:
                     continue
-                lower = entry[2].lower()
                 for term in forbidden:
                     position = lower.find(term)
                     if position >= 0 and not NEGATED_NEAR.search(
                         lower[max(0, position - 40) : position]
                     ):
                         found.append(
-                            f"turn {entry[0]} mentions '{term}' although critical item "
+                            f"turn {turn} mentions '{term}' although critical item "
                             f"'{item['text'][:80]}' says otherwise"
                         )
                         break
@@ -96,7 +94,7 @@ def assess(
     stale = [s for s in segments if s["lifecycle"] in ("stale", "compressed", "archived")]
     stale_tokens = sum(s["tokens"] for s in stale)
     critical = critical_items(state, events)
-    critical_tokens = sum(tokenizer.count_tokens(c["text"]) for c in critical)
+    critical_tokens = sum(c["tokens"] for c in critical)
 
     violations = _violations(state, critical)
     recent_superseded = sum(

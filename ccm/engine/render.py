@@ -20,6 +20,7 @@ from typing import Any
 
 from ccm.config import Config
 from ccm.engine import working_state
+from ccm.engine.critical import forbidden_terms
 from ccm.engine.fold import (
     State,
     _surface,
@@ -31,6 +32,7 @@ from ccm.engine.fold import (
     summarize,
 )
 from ccm.engine.text import cosine, terms, top_terms
+from ccm.tokens import count_tokens
 
 # relevance weights (whitepaper section 4.2), they sum to 1
 WEIGHTS = {"mention": 0.35, "similarity": 0.25, "recency": 0.2, "flag": 0.15, "proximity": 0.05}
@@ -123,12 +125,22 @@ def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str,
             "turn": c["turn"],
             "kind": c["kind"],
             "source": "pattern",
+            "tokens": c["tokens"],
+            "forbid": c["forbid"],
         }
         for c in state["critical"]
         if not c.get("superseded_by")
     ]
     for mark in _marks(active_events(events)).critical:
-        items.append({**mark, "turn": None, "source": "event"})
+        items.append(
+            {
+                **mark,
+                "turn": None,
+                "source": "event",
+                "tokens": count_tokens(mark["text"]),
+                "forbid": forbidden_terms(mark["text"]),
+            }
+        )
     return items
 
 
