@@ -16,12 +16,38 @@ scalars = (
     | st.integers(-(10**12), 10**12)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()
-    | st.sampled_from(["yes", "no", "null", "~", "- x", "a: b", "#c", "12", "1.5", "seg_1", "", " ", "@x", "*a", "!t", "[x]", "{y}"])
+    | st.sampled_from(
+        [
+            "yes",
+            "no",
+            "null",
+            "~",
+            "- x",
+            "a: b",
+            "#c",
+            "12",
+            "1.5",
+            "seg_1",
+            "",
+            " ",
+            "@x",
+            "*a",
+            "!t",
+            "[x]",
+            "{y}",
+        ]
+    )
 )
 documents = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(min_size=1, max_size=12) | st.sampled_from(["id", "n", "yes", "raw_lines"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(min_size=1, max_size=12) | st.sampled_from(["id", "n", "yes", "raw_lines"]),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=30,
 )
 
@@ -37,9 +63,21 @@ def test_same_data_as_pyyaml_on_a_manifest_shape() -> None:
     manifest = {
         "session": "ledger-sync",
         "segments": [
-            {"id": "seg_1", "raw_lines": [1, 8], "topic": ["cents", "integer"], "summary": "Decision: we use SQLite.",
-             "conclusion": {"text": "x", "turn": 7, "kind": "decision", "confidence": 0.85, "superseded_by": None},
-             "critical": [], "pinned": False},
+            {
+                "id": "seg_1",
+                "raw_lines": [1, 8],
+                "topic": ["cents", "integer"],
+                "summary": "Decision: we use SQLite.",
+                "conclusion": {
+                    "text": "x",
+                    "turn": 7,
+                    "kind": "decision",
+                    "confidence": 0.85,
+                    "superseded_by": None,
+                },
+                "critical": [],
+                "pinned": False,
+            },
         ],
         "notes": [],
     }
