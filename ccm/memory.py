@@ -89,13 +89,16 @@ def note(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
 
 
 def undo(store: Store, session: str, event_id: str | None = None, who: str = "cli") -> Outcome:
-    """Cancel an event (the latest one in force by default) with an ``undo`` event."""
+    """Cancel an event (by default the latest one in force that changed something)
+    with an ``undo`` event."""
     from ccm.engine.render import active_events
 
     store.require_session(session)
     events, _, _ = store.read_events(session)
     if event_id is None:
-        live = active_events(events)
+        live = [
+            e for e in active_events(events) if e["kind"] != "recall"
+        ]  # a search changes nothing
         if not live:
             raise UsageError(f"nothing to undo in {session}", "`ccm events SESSION` lists events")
         event_id = live[-1]["id"]

@@ -22,3 +22,13 @@ printf '%s\n' '{"role": "user", "content": "One more: does interleaving subjects
 step ccm --root "$root" ingest "$work/reading-notes.jsonl"
 step ccm --root "$root" sessions
 step ccm --root "$root" show ledger-sync --turns 7:7
+echo
+echo "# The derived tiers: segments with conclusions (manifest), open efforts, working context."
+step head -n 24 "$root/chats/ledger-sync/manifest.yaml"
+step ccm --root "$root" critical ledger-sync
+step ccm --root "$root" health ledger-sync
+echo
+echo "# Memory commands are events: pin a segment, then undo it."
+step ccm --root "$root" apply ledger-sync '@recall("duplicate rows") @pin(seg_2)'
+step ccm --root "$root" undo ledger-sync
+step ccm --root "$root" summary deploy-checklist

@@ -43,6 +43,7 @@ SEGMENT_TERMS = 40
 EFFORT_TERMS = 60
 INDEX_TERMS = 8
 DECISIONS_KEPT = 200
+CONCLUSIONS_KEPT = 500
 COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common to match on
 FAILURES_KEPT = 100
 
@@ -109,6 +110,7 @@ def new_state(session: str) -> State:
         "critical": [],
         "critical_keys": {},
         "decisions": [],
+        "conclusions": [],
         "efforts": [],
         "effort_index": {},
         "segment_index": {},
@@ -538,6 +540,8 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     ]
     state["current"]["open"].append(entry)
     if found is not None:
+        state["conclusions"].append({**found.as_dict(), "segment": state["current"]["id"]})
+        del state["conclusions"][:-CONCLUSIONS_KEPT]
         _register_conclusion(state, found, state["current"]["id"])
         if found.kind == "decision" and role == "user":
             _add_critical(state, number, "decision", found.text)

@@ -314,9 +314,9 @@ def summary(
     )
     task_context = [s for s in [first, work.get("current_task")] if s]
     completed = [
-        f"{s['conclusion']['text']} (turn {s['conclusion']['turn']})"
-        for s in segments
-        if s["conclusion"] and s["conclusion"]["kind"] in ("task", "resolution", "insight")
+        f"{c['text']} (turn {c['turn']})"
+        for c in state.get("conclusions", [])
+        if c["kind"] in ("task", "resolution", "insight")
     ]
     decisions = []
     for s in segments:

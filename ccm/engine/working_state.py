@@ -23,10 +23,20 @@ LIMIT = 5
 TAG = re.compile(r"</?[A-Za-z][\w-]*>")
 
 
+REQUEST = re.compile(
+    r"\?$|^(?:can|could|would|will|let'?s|please|how|what|why|should|we need|i need|i want|"
+    r"make|add|write|fix|create|implement|update|remove|set up|next step)\b"
+)
+
+
 def _first_sentence(text: str, limit: int = 200) -> str:
-    """The first sentence that says something (three content words or more)."""
+    """The sentence that states the task: the first request or question, else the
+    first sentence that says something (three content words or more)."""
     found = sentences(TAG.sub(" ", text))
-    sentence = next((s for s in found if len(terms(s)) >= 3), found[0] if found else text)
+    sentence = next(
+        (s for s in found if REQUEST.search(s.lower()) and len(terms(s)) >= 2),
+        next((s for s in found if len(terms(s)) >= 3), found[0] if found else text),
+    )
     sentence = " ".join(sentence.split())
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "\u2026"
 
