@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo bench golden clean
+.PHONY: install test lint demo bench golden docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check ccm tests benchmarks
-	$(BIN)/ruff format --check ccm tests benchmarks
+	$(BIN)/ruff check ccm tests benchmarks docs
+	$(BIN)/ruff format --check ccm tests benchmarks docs
 	$(BIN)/mypy
 
 demo: $(STAMP)
@@ -28,6 +28,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/engine.py
+
+docs: $(STAMP)
+	$(BIN)/python docs/generate_cli.py
 
 # After an intended change to the engine: regenerate the bundled tiers, then review the diff.
 golden: $(STAMP)
