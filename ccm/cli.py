@@ -312,6 +312,24 @@ _memory_command("compress", "Keep only the summary of segments.", text_option=Tr
 
 @main.command()
 @click.argument("session")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--by", "delta", type=float, default=1.0, show_default=True, help="How much to add.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def importance(
+    ctx: click.Context, session: str, targets: tuple[str, ...], delta: float, as_json: bool
+) -> None:
+    """Raise the importance of efforts (or of the efforts of segments)."""
+    from ccm import memory
+
+    store = _store(ctx)
+    store.require_session(session)
+    _print_outcomes([memory.raise_importance(store, session, list(targets), delta)], as_json)
+
+
+@main.command()
+@click.argument("session")
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context

@@ -143,3 +143,23 @@ def compact(store: Store, session: str, strategy: str, dry_run: bool = False) ->
         store.append_events(session, new)
         derive.update(store, session)
     return plan
+
+
+def raise_importance(
+    store: Store, session: str, targets: list[str], delta: float = 1.0, who: str = "cli"
+) -> Outcome:
+    """Make efforts (or the efforts of segments) more important to the working context."""
+    manifest = derive.update(store, session).tiers.manifest
+    cmd = parser.Command("importance", list(targets), [False] * len(targets), " ".join(targets))
+    resolved_targets, problem = parser._targets(
+        manifest, cmd, list(targets), [False] * len(targets)
+    )
+    if problem:
+        return Outcome(False, problem)
+    effort_of = {s["id"]: s["effort"] for s in manifest["segments"]}
+    efforts = list(dict.fromkeys(effort_of.get(t, t) for t in resolved_targets))
+    (event,) = store.append_events(
+        session, [{"who": who, "kind": "importance", "args": {"targets": efforts, "delta": delta}}]
+    )
+    derive.update(store, session)
+    return Outcome(True, f"{event['id']}: importance {delta:+g} for {', '.join(efforts)}", event)

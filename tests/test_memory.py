@@ -280,3 +280,17 @@ def test_summary_has_the_seven_sections(root: Path) -> None:
     assert ledger["task_context"][0].startswith("I'm starting a small Python service")
     text = ccm(root, "summary", "ledger-sync")
     assert text.exit_code == 0 and "## Key decisions" in text.stdout
+
+
+def test_importance_raises_an_effort_in_open_and_working(root: Path) -> None:
+    before = {
+        a["effort_id"]: a["relevance_score"] for a in tier(root, "ledger-sync", "working")["active"]
+    }
+    result = ccm(root, "importance", "ledger-sync", "seg_3", "--by", "2")
+    assert result.exit_code == 0 and "importance +2 for effort_3" in result.stdout
+    efforts = {e["id"]: e for e in tier(root, "ledger-sync", "open")["efforts"]}
+    assert efforts["effort_3"]["importance"] == 3.0
+    after = {a["effort_id"]: a for a in tier(root, "ledger-sync", "working")["active"]}
+    assert after["effort_3"]["relevance_score"] > before["effort_3"]
+    assert "importance +2" in after["effort_3"]["reasons"]
+    assert ccm(root, "importance", "ledger-sync", "seg_42").exit_code == 1
