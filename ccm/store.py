@@ -135,14 +135,17 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Replace `path` with `data` so that a reader sees the old or the new file, whole."""
-    atomic_write_many(path.parent, {path.name: data})
+    atomic_write_many(path.parent, {path.name: data}, durable)
 
 
-def atomic_write_many(folder: Path, files: dict[str, bytes]) -> None:
+def atomic_write_many(folder: Path, files: dict[str, bytes], durable: bool = True) -> None:
     """Replace several files of one folder atomically, each on its own, with one
-    fsync of the folder at the end (a reader sees each file old or new, whole)."""
+    fsync of the folder at the end (a reader sees each file old or new, whole).
+
+    ``durable=False`` skips the fsyncs: for caches under .ccm/, which a crash may
+    lose (they are rebuilt) but never tear."""
     if not files:
         return
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,7 +157,8 @@ def atomic_write_many(folder: Path, files: dict[str, bytes]) -> None:
             with open(tmp, "xb") as handle:
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
         for tmp, path in temps:
             os.replace(tmp, path)
     except BaseException:
@@ -162,7 +166,8 @@ def atomic_write_many(folder: Path, files: dict[str, bytes]) -> None:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         raise
-    _fsync_dir(folder)
+    if durable:
+        _fsync_dir(folder)
 
 
 # ---------------------------------------------------------------------------
@@ -688,7 +693,7 @@ class Store:
             "stats": stats.as_dict(),
         }
         with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
-            atomic_write(cache_file, json.dumps(payload).encode("utf-8"))
+            atomic_write(cache_file, json.dumps(payload).encode("utf-8"), durable=False)
         return stats
 
 
