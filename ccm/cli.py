@@ -241,8 +241,13 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
     store = _store(ctx)
     chosen = list(sessions_) or store.sessions()
     results: list[dict[str, Any]] = []
+    from ccm.index import Index
+
+    index = Index(store)
     for session in chosen:
         derived = derive.update(store, session, rebuild=True)
+        index.drop(session)
+        index.update(session, derived.tiers.manifest)
         segments = derived.tiers.manifest["segments"]
         results.append(
             {
@@ -253,6 +258,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
                 "written": derived.written,
             }
         )
+    index.close()
     if as_json:
         _emit_json(results)
         return
@@ -543,6 +549,160 @@ def summary(ctx: click.Context, session: str, as_json: bool) -> None:
         for line in lines or ["(none)"]:
             click.echo(f"- {line}")
         click.echo()
+
+
+@main.command()
+@click.argument("session")
+@click.option(
+    "--budget", type=click.IntRange(min=50), help="Token budget (default: context.budget_tokens)."
+)
+@click.option("--query", help="The next user message: decides whether and what to recall.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "messages"]),
+    default="text",
+    show_default=True,
+    help="text for reading, json with blocks and tokens, messages for the Anthropic API.",
+)
+@click.pass_context
+@_errors_as_exit_codes
+def context(
+    ctx: click.Context, session: str, budget: int | None, query: str | None, fmt: str
+) -> None:
+    """Everything the model should receive for its next turn, never above the budget."""
+    from ccm.context import assemble
+
+    store = _store(ctx)
+    store.require_session(session)
+    assembled = assemble(store, session, budget, query)
+    if fmt == "json":
+        _emit_json(assembled.as_dict())
+    elif fmt == "messages":
+        _emit_json(assembled.messages())
+    else:
+        click.echo(assembled.text())
+        click.echo(
+            f"\n[{assembled.tokens} of {assembled.budget} tokens; query type "
+            f"{assembled.query_type}: {assembled.reason}]",
+            err=True,
+        )
+
+
+@main.command()
+@click.argument("query")
+@click.option("--session", "-s", help="Only this session (default: all).")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=2000,
+    show_default=True,
+    help="Tokens of hits to return.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="At most this many hits.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def recall(
+    ctx: click.Context, query: str, session: str | None, budget: int, limit: int, as_json: bool
+) -> None:
+    """Search every session's memory (BM25 over exchanges, segments and notes)."""
+    from ccm import derive
+    from ccm.index import Index
+
+    store = _store(ctx)
+    chosen = [session] if session else store.sessions()
+    if session:
+        store.require_session(session)
+    with Index(store) as index:
+        for name in chosen:
+            if store.raw_path(name).exists():
+                index.update(name, derive.update(store, name).tiers.manifest)
+        hits = index.search(query, session=session, limit=limit * 3)
+    kept: list[Any] = []
+    used = 0
+    for hit in hits:
+        if len(kept) >= limit:
+            break
+        if used + hit.tokens > budget:
+            continue
+        kept.append(hit)
+        used += hit.tokens
+    if as_json:
+        _emit_json({"query": query, "tokens": used, "hits": [h.as_dict() for h in kept]})
+        return
+    if not kept:
+        click.echo("Nothing found.")
+        return
+    for hit in kept:
+        turns = f"turns {hit.first_turn}-{hit.last_turn}" if hit.first_turn else hit.key
+        why = ", ".join(hit.matched) or "stemmed match"
+        click.echo(f"--- {hit.session} {hit.kind} {turns} (score {hit.score:.2f}; matched: {why})")
+        click.echo(hit.text)
+
+
+@main.group()
+def bench() -> None:
+    """Measure memory quality on public benchmarks."""
+
+
+@bench.command("locomo")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--budget",
+    "budgets",
+    type=click.IntRange(min=100),
+    multiple=True,
+    default=(2000, 4000),
+    show_default=True,
+    help="Context budget in tokens (repeat for several).",
+)
+@click.option(
+    "--method",
+    "methods",
+    type=click.Choice(["ccm", "recency", "bm25-turns"]),
+    multiple=True,
+    help="Methods to measure (default: all three).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_errors_as_exit_codes
+def bench_locomo(
+    file: str, budgets: tuple[int, ...], methods: tuple[str, ...], as_json: bool
+) -> None:
+    """Evidence recall of the assembled context on LoCoMo, against two baselines."""
+    from pathlib import Path
+
+    from ccm.bench import CATEGORIES, run_locomo
+
+    def progress(name: str) -> None:
+        if not as_json:
+            click.echo(f"  measured {name}", err=True)
+
+    report = run_locomo(Path(file), list(budgets), list(methods) or None, progress)
+    if as_json:
+        _emit_json(report)
+        return
+    click.echo(
+        f"{report['conversations']} conversations, {report['questions']} questions with evidence; "
+        f"{len(report['unresolved_evidence'])} evidence ids point at no turn"
+    )
+    header = "method       budget  recall  " + "  ".join(
+        f"{c}:{CATEGORIES[c][:6]:<6}" for c in CATEGORIES
+    )
+    click.echo(header + "  tokens  p50 ms  p95 ms")
+    for row in report["results"]:
+        cats = "  ".join(f"{row['by_category'].get(str(c), 0.0):>8.3f}" for c in CATEGORIES)
+        click.echo(
+            f"{row['method']:<12} {row['budget']:>6}  {row['recall']:.3f}  {cats}  "
+            f"{row['tokens_mean']:>6.0f}  {row['latency_ms_p50']:>6.1f}  {row['latency_ms_p95']:>6.1f}"
+        )
+    click.echo("recall: categories 1-4; category 5 (adversarial) is shown apart")
 
 
 def _short_ts(ts: str | None) -> str:

@@ -542,6 +542,42 @@ class Store:
                 bad.append(line.bad)
         return turns, bad, cursor
 
+    def tail_turns(self, session_id: str, count: int) -> list[dict[str, Any]]:
+        """The last `count` valid turns, read backwards from the end (cheap on big logs).
+
+        A partial last line (a writer mid-append) is not a turn yet and is skipped.
+        """
+        path = self.raw_path(session_id)
+        if count <= 0 or not path.exists():
+            return []
+        found: list[dict[str, Any]] = []
+        with open(path, "rb") as handle:
+            end = handle.seek(0, os.SEEK_END)
+            position = end
+            block = 64 * 1024
+            carry = b""
+            first_chunk = True
+            while position > 0 and len(found) < count:
+                step = min(block, position)
+                position -= step
+                handle.seek(position)
+                chunk = handle.read(step) + carry
+                parts = chunk.split(b"\n")
+                if first_chunk:
+                    parts = parts[:-1]  # text after the last newline is incomplete
+                    first_chunk = False
+                carry = parts[0] if position > 0 else b""
+                for raw in reversed(parts[1:] if position > 0 else parts):
+                    if not raw.strip():
+                        continue
+                    parsed = parse_line(raw, str(path), 0, 0, "raw_entry")
+                    if isinstance(parsed, dict):
+                        found.append(parsed)
+                        if len(found) == count:
+                            break
+                block = min(block * 2, 8 * 1024 * 1024)
+        return list(reversed(found))
+
     # -- events ------------------------------------------------------------
     def append_events(
         self, session_id: str, events: list[dict[str, Any]], fsync: bool = True

@@ -453,12 +453,17 @@ def ingest(
             progress(item.size or len(data))
     if derive:
         from ccm import derive as derive_tiers
+        from ccm.index import Index
+
+        index = Index(store)
 
         for result in report.sessions.values():
             folder = store.session_dir(result.session)
             if not (folder / "raw.jsonl").exists():
                 continue  # nothing was ever imported into it
             if result.added or not (folder / "manifest.yaml").exists():
-                derive_tiers.update(store, result.session)
+                derived = derive_tiers.update(store, result.session)
+                index.update(result.session, derived.tiers.manifest)
                 report.derived.append(result.session)
+        index.close()
     return report

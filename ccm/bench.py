@@ -1,0 +1,207 @@
+"""``ccm bench locomo``: how much of what matters ends up in the context.
+
+For each LoCoMo conversation: import it as one session (each LoCoMo session's date as
+its turns' time), derive its tiers and index it; then, for each question with
+evidence, assemble the context with the question as the query, at each budget, and
+measure evidence recall: the share of the question's evidence turns whose text is in
+the context. Two baselines are measured the same way: a recency window (the latest
+turns that fit) and BM25 over single turns.
+
+Evidence ids are normalised (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``); ids that
+point at no turn are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ccm import derive, tokens
+from ccm.context import _assemble
+from ccm.errors import FormatError
+from ccm.index import Index, query_words, render_turn
+from ccm.ingest import locomo
+from ccm.ingest.pipeline import append_session
+from ccm.store import Store, slug_session_id, utc_now
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+SCORED = (1, 2, 3, 4)
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+
+
+def evidence_ids(raw: Any) -> list[str]:
+    """Clean ``D<session>:<turn>`` ids from LoCoMo's evidence strings."""
+    found: list[str] = []
+    for item in raw if isinstance(raw, list) else [raw]:
+        for match in _EVIDENCE.finditer(str(item)):
+            dia = f"D{int(match.group(1))}:{int(match.group(2))}"
+            if dia not in found:
+                found.append(dia)
+    return found
+
+
+def _percentile(values: list[float], share: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+class _Conversation:
+    """One LoCoMo sample imported into a private knowledge root."""
+
+    def __init__(self, sample: dict[str, Any], root: Path) -> None:
+        self.sample_id = str(sample.get("sample_id") or "locomo")
+        self.session = slug_session_id(self.sample_id)
+        self.store = Store(root / self.session)
+        self.store.root.mkdir(parents=True)
+        (self.store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
+        source, _ = locomo.sample_session(sample, self.session)
+        append_session(self.store, source, utc_now())
+        self.derived = derive.update(self.store, self.session)
+        self.index = Index(self.store)
+        self.index.update(self.session, self.derived.tiers.manifest)
+        self.turns, _, _ = self.store.read_turns(self.session)
+        self.by_dia = {
+            t["meta"]["dia_id"]: t
+            for t in self.turns
+            if isinstance((t.get("meta") or {}).get("dia_id"), str)
+        }
+        self.single = sqlite3.connect(":memory:")
+        self.single.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
+        self.rendered = [render_turn(t) for t in self.turns]
+        self.costs = [tokens.count_tokens(text) + 1 for text in self.rendered]
+        self.single.executemany(
+            "INSERT INTO t(rowid, text) VALUES (?, ?)", enumerate(self.rendered)
+        )
+
+    def close(self) -> None:
+        self.index.close()
+        self.single.close()
+
+    def ccm(self, question: str, budget: int) -> str:
+        return _assemble(
+            self.store, self.session, budget, question, self.derived, self.index
+        ).text()
+
+    def recency(self, question: str, budget: int) -> str:
+        chosen: list[str] = []
+        used = 0
+        for text, cost in zip(reversed(self.rendered), reversed(self.costs), strict=True):
+            if used + cost > budget:
+                break
+            chosen.append(text)
+            used += cost
+        return "\n".join(reversed(chosen))
+
+    def bm25(self, question: str, budget: int) -> str:
+        words = query_words(question)
+        if not words:
+            return ""
+        match = " OR ".join(f'"{w}"' for w in words)
+        chosen: list[str] = []
+        used = 0
+        for (rowid,) in self.single.execute(
+            "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 200", (match,)
+        ):
+            cost = self.costs[rowid]
+            if used + cost > budget:
+                continue
+            chosen.append(self.rendered[rowid])
+            used += cost
+        return "\n".join(chosen)
+
+
+METHODS: dict[str, Callable[[_Conversation, str, int], str]] = {
+    "ccm": _Conversation.ccm,
+    "recency": _Conversation.recency,
+    "bm25-turns": _Conversation.bm25,
+}
+
+
+def run_locomo(
+    path: Path,
+    budgets: list[int],
+    methods: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Measure evidence recall on every conversation in `path` (see the module docstring)."""
+    try:
+        samples = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FormatError(
+            f"{path}: cannot read LoCoMo JSON ({exc})", "pass the locomo10.json file"
+        ) from exc
+    if isinstance(samples, dict):
+        samples = [samples]
+    chosen = methods or list(METHODS)
+    scores: dict[tuple[str, int], dict[str, Any]] = {
+        (m, b): {"hits": defaultdict(list), "tokens": [], "latency": []}
+        for m in chosen
+        for b in budgets
+    }
+    unresolved: list[str] = []
+    questions = 0
+    with tempfile.TemporaryDirectory(prefix="ccm-locomo-") as tmp:
+        for sample in samples:
+            conversation = _Conversation(sample, Path(tmp))
+            try:
+                for qa in sample.get("qa", []):
+                    category = int(qa.get("category", 0))
+                    ids = evidence_ids(qa.get("evidence", []))
+                    missing = [i for i in ids if i not in conversation.by_dia]
+                    unresolved.extend(f"{conversation.sample_id}:{i}" for i in missing)
+                    wanted = [
+                        conversation.by_dia[i]["content"] for i in ids if i in conversation.by_dia
+                    ]
+                    if not wanted or category not in CATEGORIES:
+                        continue
+                    questions += 1
+                    for method in chosen:
+                        for budget in budgets:
+                            start = time.perf_counter()
+                            text = METHODS[method](conversation, str(qa["question"]), budget)
+                            elapsed = time.perf_counter() - start
+                            found = sum(1 for content in wanted if content in text) / len(wanted)
+                            record = scores[(method, budget)]
+                            record["hits"][category].append(found)
+                            record["tokens"].append(tokens.count_tokens(text))
+                            record["latency"].append(elapsed * 1000)
+            finally:
+                conversation.close()
+            if progress:
+                progress(conversation.sample_id)
+    results = []
+    for (method, budget), record in scores.items():
+        scored = [v for c in SCORED for v in record["hits"].get(c, [])]
+        results.append(
+            {
+                "method": method,
+                "budget": budget,
+                "recall": round(statistics.fmean(scored), 4) if scored else 0.0,
+                "by_category": {
+                    str(c): round(statistics.fmean(record["hits"][c]), 4)
+                    for c in sorted(record["hits"])
+                },
+                "tokens_mean": round(statistics.fmean(record["tokens"]), 1)
+                if record["tokens"]
+                else 0,
+                "latency_ms_p50": round(_percentile(record["latency"], 0.5), 2),
+                "latency_ms_p95": round(_percentile(record["latency"], 0.95), 2),
+            }
+        )
+    return {
+        "file": str(path),
+        "conversations": len(samples),
+        "questions": questions,
+        "unresolved_evidence": sorted(set(unresolved)),
+        "results": results,
+    }

@@ -1,0 +1,460 @@
+"""The recall index: SQLite FTS5 over whole units, under ``.ccm/index.sqlite``.
+
+A unit reads well on its own: a user turn with its answer (``pair``), a segment's
+summary and conclusion (``segment``), a note (``note``). Ranking is BM25 (FTS5's
+``bm25()``, porter-stemmed), filtered by session and time. The index is derived: it can
+be deleted at any time and is rebuilt, and it is updated incrementally, from where it
+last read each ``raw.jsonl``: the cost of an update is that of the new turns (plus the
+last, still growing, pair).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ccm import tokens
+from ccm.store import Cursor, Store
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS units(
+    id INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    first_turn INTEGER,
+    last_turn INTEGER,
+    ts TEXT,
+    tokens INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    UNIQUE(session, kind, key)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    text, content='units', content_rowid='id', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
+    INSERT INTO units_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
+    INSERT INTO units_fts(units_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE ON units BEGIN
+    INSERT INTO units_fts(units_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO units_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TABLE IF NOT EXISTS progress(
+    session TEXT PRIMARY KEY,
+    inode INTEGER,
+    offset INTEGER NOT NULL,
+    line INTEGER NOT NULL
+);
+"""
+VERSION = 1
+TOOL_CHARS = 300
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One unit found by a query, and why."""
+
+    session: str
+    kind: str
+    key: str
+    first_turn: int | None
+    last_turn: int | None
+    ts: str | None
+    tokens: int
+    text: str
+    score: float
+    matched: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "kind": self.kind,
+            "key": self.key,
+            "turns": [self.first_turn, self.last_turn],
+            "ts": self.ts,
+            "tokens": self.tokens,
+            "score": round(self.score, 4),
+            "matched": list(self.matched),
+            "text": self.text,
+        }
+
+
+def speaker(turn: dict[str, Any]) -> str:
+    meta = turn.get("meta") or {}
+    name = meta.get("speaker")
+    return str(name) if isinstance(name, str) and name else str(turn["role"])
+
+
+def render_turn(turn: dict[str, Any]) -> str:
+    """One turn as it is shown to the model: date, speaker, text (tool output clipped)."""
+    content = str(turn["content"])
+    if turn["role"] == "tool":
+        name = (turn.get("tool") or {}).get("name", "tool")
+        if len(content) > TOOL_CHARS:
+            content = (
+                content[:TOOL_CHARS].rstrip()
+                + f" \u2026 [{len(content)} chars; @expand(turn {turn['turn']})]"
+            )
+        return f"[{turn['ts'][:16].replace('T', ' ')}] {name} result: {content}"
+    return f"[{turn['ts'][:16].replace('T', ' ')}] {speaker(turn)}: {content}"
+
+
+def pairs(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Group turns into units: a user turn with what follows it until the next user turn."""
+    groups: list[list[dict[str, Any]]] = []
+    for turn in turns:
+        if turn["role"] == "user" or not groups:
+            groups.append([turn])
+        else:
+            groups[-1].append(turn)
+    return groups
+
+
+class Index:
+    """The FTS5 index of one knowledge root."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.path = store.cache / "index.sqlite"
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, VERSION):
+                db.close()
+                self.path.unlink()
+                db = sqlite3.connect(self.path, timeout=30)
+            db.executescript(SCHEMA)
+            db.execute(f"PRAGMA user_version={VERSION}")
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- updating ------------------------------------------------------------
+    def _progress(self, session: str) -> tuple[int | None, Cursor]:
+        row = self.db.execute(
+            "SELECT inode, offset, line FROM progress WHERE session=?", (session,)
+        ).fetchone()
+        return (row[0], Cursor(row[1], row[2])) if row else (None, Cursor())
+
+    def drop(self, session: str) -> None:
+        with self.db:
+            self.db.execute("DELETE FROM units WHERE session=?", (session,))
+            self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+
+    def update(self, session: str, manifest: dict[str, Any] | None = None) -> int:
+        """Index what was appended to the session since the last update; returns units written."""
+        raw = self.store.raw_path(session)
+        try:
+            st = raw.stat()
+        except FileNotFoundError:
+            self.drop(session)
+            return 0
+        inode, cursor = self._progress(session)
+        if inode != st.st_ino or cursor.offset > st.st_size:
+            self.drop(session)
+            cursor = Cursor()
+        lines = list(self.store.scan_turns(session, cursor))
+        turns = [line.record for line in lines if line.record is not None]
+        written = 0
+        with self.db:
+            if turns:
+                groups = pairs(turns)
+                for group in groups:
+                    written += self._put(session, "pair", str(group[0]["turn"]), group)
+                # re-read the last group next time: its answer may still be growing
+                last_start = groups[-1][0]["turn"]
+                resume = next(
+                    (
+                        ln
+                        for ln in lines
+                        if ln.record is not None and ln.record["turn"] == last_start
+                    ),
+                    None,
+                )
+                if resume is not None:
+                    previous = next(
+                        (
+                            lines[i - 1].cursor
+                            for i, ln in enumerate(lines)
+                            if ln is resume and i > 0
+                        ),
+                        cursor,
+                    )
+                    cursor = previous
+                self.db.execute(
+                    "INSERT OR REPLACE INTO progress(session, inode, offset, line) VALUES (?,?,?,?)",
+                    (session, st.st_ino, cursor.offset, cursor.line),
+                )
+            if manifest is not None:
+                written += self._segments(session, manifest)
+        return written
+
+    def _put(self, session: str, kind: str, key: str, group: list[dict[str, Any]]) -> int:
+        text = "\n".join(render_turn(turn) for turn in group)
+        row = self.db.execute(
+            "SELECT id, text FROM units WHERE session=? AND kind=? AND key=?", (session, kind, key)
+        ).fetchone()
+        if row is not None and row[1] == text:
+            return 0
+        values = (
+            group[0]["turn"],
+            group[-1]["turn"],
+            group[0]["ts"],
+            tokens.count_tokens(text),
+            text,
+        )
+        if row is None:
+            self.db.execute(
+                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (session, kind, key, *values),
+            )
+        else:
+            self.db.execute(
+                "UPDATE units SET first_turn=?, last_turn=?, ts=?, tokens=?, text=? WHERE id=?",
+                (*values, row[0]),
+            )
+        return 1
+
+    def _segments(self, session: str, manifest: dict[str, Any]) -> int:
+        """Keep one unit per segment and note, rewritten only when its text changed."""
+        have = {
+            (kind, key): (rowid, text)
+            for rowid, kind, key, text in self.db.execute(
+                "SELECT id, kind, key, text FROM units WHERE session=? AND kind IN ('segment','note')",
+                (session,),
+            )
+        }
+        wanted: dict[tuple[str, str], tuple[int | None, int | None, str]] = {}
+        for segment in manifest.get("segments", []):
+            conclusion = segment.get("conclusion") or {}
+            parts = [
+                f"[{segment['id']}, turns {segment['raw_lines'][0]}-{segment['raw_lines'][1]}] "
+                f"{', '.join(segment.get('topic', []))}: {segment.get('summary', '')}"
+            ]
+            if conclusion.get("text") and conclusion["text"] not in segment.get("summary", ""):
+                parts.append(f"Conclusion ({conclusion['kind']}): {conclusion['text']}")
+            wanted[("segment", segment["id"])] = (
+                segment["raw_lines"][0],
+                segment["raw_lines"][1],
+                " ".join(parts),
+            )
+        for note in manifest.get("notes", []):
+            wanted[("note", note["id"])] = (None, None, f"Note: {note['text']}")
+        written = 0
+        for (kind, key), (rowid, _) in have.items():
+            if (kind, key) not in wanted:
+                self.db.execute("DELETE FROM units WHERE id=?", (rowid,))
+        for (kind, key), (first, last, text) in wanted.items():
+            old = have.get((kind, key))
+            if old is not None and old[1] == text:
+                continue
+            count = tokens.count_tokens(text)
+            if old is None:
+                self.db.execute(
+                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
+                    "VALUES (?,?,?,?,?,NULL,?,?)",
+                    (session, kind, key, first, last, count, text),
+                )
+            else:
+                self.db.execute(
+                    "UPDATE units SET first_turn=?, last_turn=?, tokens=?, text=? WHERE id=?",
+                    (first, last, count, text, old[0]),
+                )
+            written += 1
+        return written
+
+    # -- searching -----------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        session: str | None = None,
+        kinds: tuple[str, ...] = ("pair", "segment", "note"),
+        limit: int = 50,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_after: int | None = None,
+    ) -> list[Hit]:
+        """Units matching any word of `query`, best first (BM25)."""
+        words = query_words(query)
+        if not words:
+            return []
+        match = " OR ".join(f'"{w}"' for w in words)
+        sql = [
+            "SELECT u.session, u.kind, u.key, u.first_turn, u.last_turn, u.ts, u.tokens, u.text,",
+            "bm25(units_fts) AS rank FROM units_fts JOIN units u ON u.id = units_fts.rowid",
+            "WHERE units_fts MATCH ?",
+        ]
+        params: list[Any] = [match]
+        if session is not None:
+            sql.append("AND u.session = ?")
+            params.append(session)
+        sql.append(f"AND u.kind IN ({','.join('?' * len(kinds))})")
+        params.extend(kinds)
+        if since:
+            sql.append("AND (u.ts IS NULL OR u.ts >= ?)")
+            params.append(since)
+        if until:
+            sql.append("AND (u.ts IS NULL OR u.ts <= ?)")
+            params.append(until)
+        if exclude_after is not None:
+            sql.append("AND (u.first_turn IS NULL OR u.first_turn < ?)")
+            params.append(exclude_after)
+        sql.append("ORDER BY rank, u.session, u.first_turn LIMIT ?")
+        params.append(limit)
+        hits = []
+        for row in self.db.execute(" ".join(sql), params):
+            matched = tuple(w for w in words if _contains(row[7], w))
+            hits.append(
+                Hit(
+                    row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], -row[8], matched
+                )
+            )
+        return hits
+
+    def count(self, session: str | None = None) -> int:
+        if session is None:
+            return int(self.db.execute("SELECT count(*) FROM units").fetchone()[0])
+        return int(
+            self.db.execute("SELECT count(*) FROM units WHERE session=?", (session,)).fetchone()[0]
+        )
+
+
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "its",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "would",
+        "could",
+        "should",
+        "will",
+        "can",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "so",
+        "if",
+        "then",
+        "than",
+        "as",
+        "about",
+        "into",
+        "over",
+        "after",
+        "before",
+        "up",
+        "down",
+        "out",
+    ]
+)
+
+
+def query_words(query: str) -> list[str]:
+    """The words of a query worth matching (no stop words), in order, once each."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(query.lower()):
+        if len(word) > 1 and word not in STOP:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def _contains(text: str, word: str) -> bool:
+    return word in text.lower()
+
+
+@contextlib.contextmanager
+def opened(store: Store) -> Iterator[Index]:
+    index = Index(store)
+    try:
+        yield index
+    finally:
+        index.close()
+
+
+def index_path(store: Store) -> Path:
+    return store.cache / "index.sqlite"
