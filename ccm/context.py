@@ -368,8 +368,24 @@ def _recall_lines(hits: list[Hit]) -> list[tuple[str, Any]]:
 
 
 def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]:
+    """The latest whole exchanges, up to ``context.tail_messages`` messages; the last
+    exchange is always whole, however many tool turns it holds."""
     count = int(config.get("context", "tail_messages"))
-    return store.tail_turns(session, count)
+    recent = store.tail_turns(session, max(4 * count, 64))
+    groups: list[list[dict[str, Any]]] = []
+    for turn in recent:
+        if turn["role"] == "user" or not groups:
+            groups.append([turn])
+        else:
+            groups[-1].append(turn)
+    if len(groups) > 1 and groups[0][0]["role"] != "user":
+        groups = groups[1:]  # cut by the read window: not a whole exchange
+    chosen: list[list[dict[str, Any]]] = []
+    for group in reversed(groups):
+        if chosen and sum(len(g) for g in chosen) + len(group) > count:
+            break
+        chosen.insert(0, group)
+    return [turn for group in chosen for turn in group]
 
 
 def _fit_tail(turns: list[dict[str, Any]], allowance: int, block: Block) -> list[dict[str, Any]]:

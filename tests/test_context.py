@@ -1,0 +1,306 @@
+"""Recall and context assembly: budgets, gating, whole units, the Messages API shape."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccm import tokens
+from ccm.bench import evidence_ids, run_locomo
+from ccm.cli import main
+from ccm.context import assemble, classify
+from ccm.ingest.pipeline import ingest
+from ccm.store import Store
+
+SAMPLE = Path(__file__).parent.parent / "sample_knowledge"
+
+
+def ccm(root: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["--root", str(root), *args])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    assert ccm(path, "ingest", str(SAMPLE / "sources")).exit_code == 0
+    return path
+
+
+# -- gating -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        (None, "casual"),
+        ("thanks!", "casual"),
+        ("ok", "casual"),
+        ("Let's add the fee column now.", "casual"),
+        ("What did we decide about the database?", "recall"),
+        ("Remember the duplicate rows bug?", "recall"),
+        ("When did Caroline go to the support group?", "recall"),
+        ("Can you summarize where we are?", "summary"),
+    ],
+)
+def test_recall_is_gated_on_intent(query: str | None, kind: str) -> None:
+    assert classify(query)[0] == kind
+
+
+def test_a_casual_message_recalls_nothing_and_a_recall_question_does(root: Path) -> None:
+    store = Store(root)
+    casual = assemble(store, "ledger-sync", 3000, "thanks!")
+    assert "recall" not in [b.name for b in casual.blocks]
+    asked = assemble(
+        store, "ledger-sync", 3000, "Remember the duplicate rows on re-import? What was the fix?"
+    )
+    recalled = next(b for b in asked.blocks if b.name == "recall")
+    assert any("fingerprint" in line for line in recalled.lines)
+    assert asked.query_type == "recall" and "past" in asked.reason
+
+
+# -- the budget ---------------------------------------------------------------------
+
+TEXTS = [
+    json.loads(line)["content"]
+    for line in (SAMPLE / "sources" / "ledger-sync.jsonl").read_text().splitlines()
+]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    picks=st.lists(st.integers(0, len(TEXTS) - 1), min_size=1, max_size=40),
+    budget=st.integers(400, 6000),
+    query=st.sampled_from(
+        [
+            None,
+            "thanks",
+            "what did we decide about storage?",
+            "summarize",
+            "Remember the rate question?",
+        ]
+    ),
+)
+def test_budget_is_never_exceeded_and_critical_items_are_always_there(
+    tmp_path_factory: pytest.TempPathFactory, picks: list[int], budget: int, query: str | None
+) -> None:
+    base = tmp_path_factory.mktemp("ctx")
+    source = base / "chat.jsonl"
+    lines = [
+        {
+            "role": "user" if n % 2 == 0 else "assistant",
+            "content": TEXTS[p],
+            "ts": 1_767_000_000 + 90 * n,
+        }
+        for n, p in enumerate(picks)
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = Store(base / "root")
+    ingest(store, [str(source)], derive=True)
+    context = assemble(store, "chat", budget, query)
+    assert tokens.count_tokens(context.text()) <= budget
+    critical = next((b for b in context.blocks if b.name == "critical"), None)
+    working = __import__("yaml").safe_load((store.session_dir("chat") / "working.yaml").read_text())
+    for item in working["critical"]:
+        assert critical is not None and f"- {item}" in critical.lines
+    if working["state"]["current_task"]:
+        assert any(b.name == "state" for b in context.blocks)
+
+
+def test_a_budget_too_small_for_the_critical_items_is_a_clear_error(root: Path) -> None:
+    result = ccm(root, "context", "ledger-sync", "--budget", "60")
+    assert result.exit_code == 2 and "cannot hold the critical items" in result.stderr
+
+
+# -- units, tail and formats --------------------------------------------------------------
+
+
+def test_recall_returns_whole_exchanges_and_says_why(root: Path) -> None:
+    result = ccm(root, "recall", "duplicate rows NULL reference", "--json")
+    assert result.exit_code == 0
+    hits = json.loads(result.stdout)["hits"]
+    pair = next(h for h in hits if h["kind"] == "pair")
+    assert pair["text"].count("\n") >= 1  # a user turn with its answer
+    assert {"duplicate", "null", "reference"} <= set(pair["matched"])
+    only = json.loads(
+        ccm(root, "recall", "systemd timer", "--session", "deploy-checklist", "--json").stdout
+    )
+    assert only["hits"] and {h["session"] for h in only["hits"]} == {"deploy-checklist"}
+    assert json.loads(ccm(root, "recall", "systemd timer", "--json").stdout)["hits"]
+
+
+def test_the_index_follows_a_growing_session(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    source = tmp_path / "live.jsonl"
+    first = [
+        {"role": "user", "content": "Which port does the staging proxy use?", "ts": 1_767_000_000}
+    ]
+    source.write_text("".join(json.dumps(x) + "\n" for x in first))
+    ccm(root, "ingest", str(source))
+    assert json.loads(ccm(root, "recall", "staging proxy port", "--json").stdout)["hits"]
+    first.append(
+        {"role": "assistant", "content": "The staging proxy listens on 8443.", "ts": 1_767_000_060}
+    )
+    source.write_text("".join(json.dumps(x) + "\n" for x in first))
+    ccm(root, "ingest", str(source))
+    (hit,) = [
+        h
+        for h in json.loads(ccm(root, "recall", "staging proxy port", "--json").stdout)["hits"]
+        if h["kind"] == "pair"
+    ]
+    assert "8443" in hit["text"] and hit["turns"] == [1, 2]
+
+
+def test_old_tool_results_are_cleared_but_their_calls_kept(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    source = tmp_path / "tools.jsonl"
+    lines: list[dict[str, Any]] = [
+        {"role": "user", "content": "Read the five config files.", "ts": 1_767_000_000}
+    ]
+    for n in range(5):
+        lines.append(
+            {
+                "role": "assistant",
+                "content": f'[tool_use] Read {{"file_path":"conf{n}.yaml"}}',
+                "ts": 1_767_000_001 + 2 * n,
+            }
+        )
+        lines.append(
+            {
+                "role": "tool",
+                "content": f"contents of conf{n}: " + "x " * 50,
+                "tool": {"name": "Read"},
+                "ts": 1_767_000_002 + 2 * n,
+            }
+        )
+    source.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ccm(root, "ingest", str(source))
+    text = ccm(root, "context", "tools", "--budget", "3000").stdout
+    assert text.count("[tool_use] Read") == 5
+    assert text.count("result cleared; @expand(turn") == 2
+    assert "contents of conf4" in text and "contents of conf0" not in text
+
+
+def test_messages_format_has_the_messages_api_shape(root: Path) -> None:
+    result = ccm(
+        root,
+        "context",
+        "ledger-sync",
+        "--budget",
+        "1500",
+        "--format",
+        "messages",
+        "--query",
+        "What rate should we use?",
+    )
+    assert result.exit_code == 0
+    request = json.loads(result.stdout)
+    assert set(request) == {"system", "messages"} and isinstance(request["system"], str)
+    assert "Critical" in request["system"]
+    roles = [m["role"] for m in request["messages"]]
+    assert roles[0] == "user" and roles[-1] == "user"
+    assert all(a != b for a, b in itertools.pairwise(roles))
+    assert all(isinstance(m["content"], str) and m["content"] for m in request["messages"])
+    assert request["messages"][-1]["content"].endswith("What rate should we use?")
+
+
+def test_json_format_reports_blocks_and_tokens(root: Path) -> None:
+    result = ccm(root, "context", "ledger-sync", "--budget", "2000", "--format", "json")
+    report = json.loads(result.stdout)
+    assert report["tokens"] <= 2000 and report["query_type"] == "casual"
+    names = [b["name"] for b in report["blocks"]]
+    assert names[:3] == ["critical", "state", "manifest"] and "tail" in names
+    manifest = next(b for b in report["blocks"] if b["name"] == "manifest")
+    assert (
+        "@expand" in manifest["text"] and "left." in manifest["text"] and manifest["tokens"] < 500
+    )
+
+
+# -- the benchmark --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "ids"),
+    [
+        (["D1:3"], ["D1:3"]),
+        (["D8:6; D9:17"], ["D8:6", "D9:17"]),
+        (["D9:1 D4:4 D4:6"], ["D9:1", "D4:4", "D4:6"]),
+        (["D:11:26"], ["D11:26"]),
+        (["D30:05"], ["D30:5"]),
+        (["D"], []),
+    ],
+)
+def test_evidence_ids_are_normalised(raw: list[str], ids: list[str]) -> None:
+    assert evidence_ids(raw) == ids
+
+
+def test_bench_on_a_synthetic_locomo_file(tmp_path: Path) -> None:
+    chatter = [
+        f"Just chatting about the weather, day {n}, nothing special at all." for n in range(40)
+    ]
+    session_1 = [
+        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D1:{n + 1}", "text": t}
+        for n, t in enumerate(chatter)
+    ]
+    session_1[5]["text"] = "I adopted a tortoise named Pebble from the shelter."
+    session_2 = [
+        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D2:{n + 1}", "text": t}
+        for n, t in enumerate(chatter)
+    ]
+    session_2[7]["text"] = "Pebble the tortoise loves dandelion leaves."
+    sample = {
+        "sample_id": "syn-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": session_1,
+            "session_2_date_time": "10:00 am on 20 June, 2023",
+            "session_2": session_2,
+        },
+        "qa": [
+            {
+                "question": "What is the name of the tortoise Ann adopted?",
+                "answer": "Pebble",
+                "evidence": ["D1:6"],
+                "category": 4,
+            },
+            {
+                "question": "What does Pebble the tortoise eat?",
+                "answer": "dandelion leaves",
+                "evidence": ["D2:8; D1:6"],
+                "category": 1,
+            },
+            {
+                "question": "Who adopted a parrot?",
+                "adversarial_answer": "Ann",
+                "evidence": ["D1:6"],
+                "category": 5,
+            },
+            {
+                "question": "Where is the lost ring?",
+                "answer": "?",
+                "evidence": ["D9:99"],
+                "category": 4,
+            },
+        ],
+    }
+    path = tmp_path / "syn.json"
+    path.write_text(json.dumps([sample]))
+    report = run_locomo(path, [300])
+    rows = {(r["method"], r["budget"]): r for r in report["results"]}
+    assert report["questions"] == 3 and report["unresolved_evidence"] == ["syn-1:D9:99"]
+    assert rows[("ccm", 300)]["recall"] == 1.0
+    assert rows[("ccm", 300)]["by_category"]["5"] == 1.0
+    assert rows[("recency", 300)]["recall"] < 1.0
+    assert rows[("ccm", 300)]["tokens_mean"] <= 300
+    out = CliRunner().invoke(main, ["bench", "locomo", str(path), "--budget", "300", "--json"])
+    assert out.exit_code == 0 and json.loads(out.stdout)["results"][0]["method"] == "ccm"
