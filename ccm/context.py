@@ -24,12 +24,12 @@ from typing import Any
 
 from ccm import derive, tokens
 from ccm.errors import UsageError
-from ccm.index import Hit, Index, render_turn
+from ccm.index import Hit, Index, render_group, render_turn
 from ccm.store import Store
 
 SHARES: dict[str, dict[str, float]] = {
     "casual": {"manifest": 0.10, "efforts": 0.20, "recall": 0.0, "tail": 0.70},
-    "recall": {"manifest": 0.06, "efforts": 0.06, "recall": 0.73, "tail": 0.15},
+    "recall": {"manifest": 0.05, "efforts": 0.05, "recall": 0.80, "tail": 0.10},
     "summary": {"manifest": 0.10, "efforts": 0.50, "recall": 0.15, "tail": 0.25},
 }
 MANIFEST_CAP = 500
@@ -306,7 +306,7 @@ def _assemble(
     recall = Block("recall", "Recalled from memory")
     if kind != "casual" and query:
         allowance = min(budget.left, int(total * shares["recall"]) + carry)
-        hits = index.search(query, session=session, exclude_after=tail_first, limit=200)
+        hits = index.recall(query, session, exclude_after=tail_first)
         candidates = _recall_lines(hits)
         used = _fill(recall, candidates, allowance)
         budget.take(used)
@@ -315,7 +315,8 @@ def _assemble(
     tail = Block("tail", "Latest turns")
     allowance = budget.left
     tail_tokens = int(config.get("context", "tail_tokens"))
-    chosen = _fit_tail(tail_turns, min(allowance, tail_tokens), tail)
+    keep = int(config.get("context", "keep_tool_results"))
+    chosen = _fit_tail(tail_turns, min(allowance, tail_tokens), tail, keep)
     budget.take(tail.tokens)
 
     if manifest.lines:
@@ -388,9 +389,11 @@ def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]
     return [turn for group in chosen for turn in group]
 
 
-def _fit_tail(turns: list[dict[str, Any]], allowance: int, block: Block) -> list[dict[str, Any]]:
-    """The latest whole exchanges that fit, old tool results cleared to one line."""
-    keep_results = 3
+def _fit_tail(
+    turns: list[dict[str, Any]], allowance: int, block: Block, keep_results: int
+) -> list[dict[str, Any]]:
+    """The latest whole exchanges that fit; tool results older than the last
+    `keep_results` are cleared to one line that keeps the call (tool-result clearing)."""
     groups: list[list[dict[str, Any]]] = []
     for turn in turns:
         if turn["role"] == "user" or not groups:
@@ -401,29 +404,23 @@ def _fit_tail(turns: list[dict[str, Any]], allowance: int, block: Block) -> list
     chosen: list[list[dict[str, Any]]] = []
     used = tokens.count_tokens(f"## {block.title}\n") + JOIN_TOKENS
     for group in reversed(groups):
-        rendered = []
         shown = []
         for turn in reversed(group):
             if turn["role"] == "tool":
                 tool_seen += 1
                 if tool_seen > keep_results:
                     name = (turn.get("tool") or {}).get("name", "tool")
-                    cleared = dict(
-                        turn,
-                        content=f"[{name} result cleared; @expand(turn {turn['turn']}) restores it]",
-                    )
-                    shown.append(cleared)
-                    rendered.append(render_turn(cleared))
-                    continue
+                    note = f"[{name} result cleared; @expand(turn {turn['turn']}) restores it]"
+                    turn = dict(turn, content=note)
             shown.append(turn)
-            rendered.append(render_turn(turn))
-        cost = sum(tokens.count_tokens(line) + 1 for line in rendered)
+        shown.reverse()
+        cost = sum(tokens.count_tokens(line) + 1 for line in render_group(shown))
         if used + cost > allowance:
             break
         used += cost
-        chosen.insert(0, list(reversed(shown)))
+        chosen.insert(0, shown)
+    block.lines = [line for group in chosen for line in render_group(group)]
     flat = [turn for group in chosen for turn in group]
-    block.lines = [render_turn(turn) for turn in flat]
     block.items = [turn["turn"] for turn in flat]
     block.tokens = used if flat else 0
     return flat

@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 1
+VERSION = 3
 TOOL_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -106,6 +106,21 @@ def render_turn(turn: dict[str, Any]) -> str:
             )
         return f"[{turn['ts'][:16].replace('T', ' ')}] {name} result: {content}"
     return f"[{turn['ts'][:16].replace('T', ' ')}] {speaker(turn)}: {content}"
+
+
+def render_group(group: list[dict[str, Any]]) -> list[str]:
+    """An exchange as lines: its time once, on the first line, then speaker: text.
+
+    The time once per exchange rather than per turn saves about a tenth of the tokens
+    of a conversation while keeping every date a "when" question needs.
+    """
+    lines = []
+    for position, turn in enumerate(group):
+        line = render_turn(turn)
+        if position:
+            line = line.split("] ", 1)[1] if line.startswith("[") else line
+        lines.append(line)
+    return lines
 
 
 def pairs(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -187,6 +202,9 @@ class Index:
                 groups = pairs(turns)
                 for group in groups:
                     written += self._put(session, "pair", str(group[0]["turn"]), group)
+                    for turn in group:  # single turns rank better; pairs are what is shown
+                        if turn["role"] != "tool":
+                            written += self._put(session, "turn", str(turn["turn"]), [turn])
                 # re-read the last group next time: its answer may still be growing
                 last_start = groups[-1][0]["turn"]
                 resume = next(
@@ -216,7 +234,7 @@ class Index:
         return written
 
     def _put(self, session: str, kind: str, key: str, group: list[dict[str, Any]]) -> int:
-        text = "\n".join(render_turn(turn) for turn in group)
+        text = "\n".join(render_group(group))
         row = self.db.execute(
             "SELECT id, text FROM units WHERE session=? AND kind=? AND key=?", (session, kind, key)
         ).fetchone()
@@ -337,6 +355,49 @@ class Index:
                 )
             )
         return hits
+
+    def recall(
+        self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
+    ) -> list[Hit]:
+        """Whole units for `query`: exchanges ranked by their best matching turn (BM25
+        is fairer to one turn than to an exchange that dilutes it), then segments."""
+        found = self.search(query, session=session, kinds=("turn", "segment", "note"), limit=limit)
+        units: list[Hit] = []
+        seen: set[tuple[str, str]] = set()
+        for hit in found:
+            if hit.kind == "turn":
+                row = self.db.execute(
+                    "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
+                    "WHERE session=? AND kind='pair' AND first_turn<=? AND last_turn>=? LIMIT 1",
+                    (session, hit.first_turn, hit.first_turn),
+                ).fetchone()
+                if row is None:
+                    continue
+                unit = Hit(
+                    session,
+                    "pair",
+                    row[0],
+                    row[1],
+                    row[2],
+                    row[3],
+                    row[4],
+                    row[5],
+                    hit.score,
+                    hit.matched,
+                )
+            else:
+                unit = hit
+            if (
+                exclude_after is not None
+                and unit.first_turn is not None
+                and unit.first_turn >= exclude_after
+            ):
+                continue
+            if (unit.kind, unit.key) in seen:
+                continue
+            seen.add((unit.kind, unit.key))
+            units.append(unit)
+        return units
 
     def count(self, session: str | None = None) -> int:
         if session is None:

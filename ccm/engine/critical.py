@@ -26,8 +26,10 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
     (
         "requirement",
         re.compile(
-            r"\b(?:must(?:n'?t| not)?|(?:is|are) required|required:|requirement|has to|have to|"
-            r"needs? to be|is mandatory|at all times)\b",
+            # a rule, not a guess ("that must have been fun") or a chore ("we still have to do")
+            r"\bmust(?:n'?t| not)?\b(?!\s*(?:'ve|have been|have had|be (?:so|really|very|nice|fun|great|hard|tough|awesome|amazing)))|"
+            r"\b(?:(?:is|are) required|required:|requirement|needs? to be|is mandatory|at all times)\b|"
+            r"(?<!\bi )(?<!\bwe )(?<!\byou )(?<!\bthey )(?<!\bstill )\b(?:has|have) to\b",
         ),
     ),
     (
@@ -40,7 +42,9 @@ _KINDS: list[tuple[str, re.Pattern[str]]] = [
     (
         "preference",
         re.compile(
-            r"\b(?:i|we) (?:prefer|like|want|would rather)\b|\bmy preference\b|\bplease (?:use|keep|write)\b",
+            # a preference about the work ("I want reports in EUR"), not a wish ("I want to travel")
+            r"\b(?:i|we) (?:prefer|would rather|'d rather)\b|\b(?:i|we) want (?!to\b)(?:the |all |every |reports?|it |them |amounts?|\w+s\b)|"
+            r"\bmy preference\b|\bplease (?:use|keep|write|don'?t)\b",
         ),
     ),
 ]
