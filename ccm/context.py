@@ -24,7 +24,7 @@ from typing import Any
 
 from ccm import derive, tokens
 from ccm.errors import UsageError
-from ccm.index import Hit, Index, render_group, render_turn
+from ccm.index import Hit, Index, pairs, render_group, render_turn
 from ccm.store import Store
 
 SHARES: dict[str, dict[str, float]] = {
@@ -372,13 +372,7 @@ def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]
     """The latest whole exchanges, up to ``context.tail_messages`` messages; the last
     exchange is always whole, however many tool turns it holds."""
     count = int(config.get("context", "tail_messages"))
-    recent = store.tail_turns(session, max(4 * count, 64))
-    groups: list[list[dict[str, Any]]] = []
-    for turn in recent:
-        if turn["role"] == "user" or not groups:
-            groups.append([turn])
-        else:
-            groups[-1].append(turn)
+    groups = pairs(store.tail_turns(session, max(4 * count, 64)))
     if len(groups) > 1 and groups[0][0]["role"] != "user":
         groups = groups[1:]  # cut by the read window: not a whole exchange
     chosen: list[list[dict[str, Any]]] = []
@@ -394,12 +388,7 @@ def _fit_tail(
 ) -> list[dict[str, Any]]:
     """The latest whole exchanges that fit; tool results older than the last
     `keep_results` are cleared to one line that keeps the call (tool-result clearing)."""
-    groups: list[list[dict[str, Any]]] = []
-    for turn in turns:
-        if turn["role"] == "user" or not groups:
-            groups.append([turn])
-        else:
-            groups[-1].append(turn)
+    groups = pairs(turns)
     tool_seen = 0
     chosen: list[list[dict[str, Any]]] = []
     used = tokens.count_tokens(f"## {block.title}\n") + JOIN_TOKENS

@@ -64,28 +64,25 @@ def command(
     return Outcome(True, f"{event['id']}: {resolved.message}", event)
 
 
-def mark_critical(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
-    """Mark `text` as critical: never compressed, never displaced, always given."""
+def _record(store: Store, session: str, kind: str, text: str, who: str, done: str) -> Outcome:
     if not text.strip():
-        raise UsageError("the critical text is empty", 'pass it as --add "text"')
+        raise UsageError(f"the {kind} text is empty", "pass the text to record")
     store.require_session(session)
     (event,) = store.append_events(
-        session, [{"who": who, "kind": "critical", "args": {"text": text.strip()}}]
+        session, [{"who": who, "kind": kind, "args": {"text": text.strip()}}]
     )
     derive.update(store, session)
-    return Outcome(True, f"{event['id']}: marked critical", event)
+    return Outcome(True, f"{event['id']}: {done}", event)
+
+
+def mark_critical(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
+    """Mark `text` as critical: never compressed, never displaced, always given."""
+    return _record(store, session, "critical", text, who, "marked critical")
 
 
 def note(store: Store, session: str, text: str, who: str = "cli") -> Outcome:
     """Write a note (an agent's or a person's) into the session's memory."""
-    if not text.strip():
-        raise UsageError("the note is empty", "pass the text to remember")
-    store.require_session(session)
-    (event,) = store.append_events(
-        session, [{"who": who, "kind": "note", "args": {"text": text.strip()}}]
-    )
-    derive.update(store, session)
-    return Outcome(True, f"{event['id']}: note recorded", event)
+    return _record(store, session, "note", text, who, "note recorded")
 
 
 def undo(store: Store, session: str, event_id: str | None = None, who: str = "cli") -> Outcome:

@@ -296,6 +296,24 @@ def scan_jsonl(path: Path, start: Cursor = Cursor(), schema: str | None = None) 
             pending = pending[begin:]
 
 
+def read_log(
+    path: Path, start: Cursor = Cursor(), schema: str | None = None
+) -> tuple[list[dict[str, Any]], list[BadLine], Cursor]:
+    """The valid records of a log after `start`, its bad lines, and the new cursor
+    (a missing log is an empty one)."""
+    records: list[dict[str, Any]] = []
+    bad: list[BadLine] = []
+    cursor = start
+    if path.exists():
+        for line in scan_jsonl(path, start, schema):
+            cursor = line.cursor
+            if line.record is not None:
+                records.append(line.record)
+            elif line.bad is not None:
+                bad.append(line.bad)
+    return records, bad, cursor
+
+
 # ---------------------------------------------------------------------------
 # locked appends
 
@@ -531,16 +549,7 @@ class Store:
         self, session_id: str, start: Cursor = Cursor()
     ) -> tuple[list[dict[str, Any]], list[BadLine], Cursor]:
         """Valid turns after `start`, the bad lines met, and the new cursor."""
-        turns: list[dict[str, Any]] = []
-        bad: list[BadLine] = []
-        cursor = start
-        for line in self.scan_turns(session_id, start):
-            cursor = line.cursor
-            if line.record is not None:
-                turns.append(line.record)
-            elif line.bad is not None:
-                bad.append(line.bad)
-        return turns, bad, cursor
+        return read_log(self.raw_path(session_id), start, "raw_entry")
 
     def tail_turns(self, session_id: str, count: int) -> list[dict[str, Any]]:
         """The last `count` valid turns, read backwards from the end (cheap on big logs).
@@ -602,18 +611,8 @@ class Store:
     def read_events(
         self, session_id: str, start: Cursor = Cursor()
     ) -> tuple[list[dict[str, Any]], list[BadLine], Cursor]:
-        path = self.events_path(session_id)
-        events: list[dict[str, Any]] = []
-        bad: list[BadLine] = []
-        cursor = start
-        if path.exists():
-            for line in scan_jsonl(path, start, "event"):
-                cursor = line.cursor
-                if line.record is not None:
-                    events.append(line.record)
-                elif line.bad is not None:
-                    bad.append(line.bad)
-        return events, bad, cursor
+        """Valid events after `start`, the bad lines met, and the new cursor."""
+        return read_log(self.events_path(session_id), start, "event")
 
     # -- quarantine --------------------------------------------------------
     def quarantine(self, session_id: str, bad_lines: list[BadLine]) -> int:

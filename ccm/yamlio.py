@@ -158,7 +158,7 @@ def _emit(data: Any, indent: int, out: list[str]) -> None:
             first = False
             out.append("- ")
             if isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
-                out.append(_memo_item(item, indent + 2))
+                out.append(_memo(item, indent + 2))
             elif isinstance(item, dict | list | tuple) and item:
                 _emit(item, indent + 2, out)
             else:
@@ -179,7 +179,11 @@ _MEMO_MAX = 100_000
 
 
 def _memo(value: Any, indent: int) -> str:
-    """The YAML of a long list, remembered like `_memo_item`."""
+    """The YAML of a large mapping or a long list, remembered by its JSON (C-fast) form.
+
+    A manifest is mostly segments that did not change since the last write; a
+    long-running process (the daemon) then pays for the changed ones only.
+    """
     key = (json.dumps(value, ensure_ascii=False, separators=(",", ":")), indent)
     text = _MEMO.get(key)
     if text is None:
@@ -187,23 +191,6 @@ def _memo(value: Any, indent: int) -> str:
             _MEMO.clear()
         part: list[str] = []
         _emit(value, indent, part)
-        text = _MEMO[key] = "".join(part)
-    return text
-
-
-def _memo_item(item: dict[str, Any], indent: int) -> str:
-    """The YAML of a large mapping in a list, remembered by its JSON (C-fast) form.
-
-    A manifest is mostly segments that did not change since the last write; a
-    long-running process (the daemon) then pays for the changed ones only.
-    """
-    key = (json.dumps(item, ensure_ascii=False, separators=(",", ":")), indent)
-    text = _MEMO.get(key)
-    if text is None:
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        part: list[str] = []
-        _emit(item, indent, part)
         text = _MEMO[key] = "".join(part)
     return text
 

@@ -10,6 +10,13 @@ from typing import Any
 from ccm.ingest.model import ParseOptions, Rejected
 
 
+def _reject(
+    where: tuple[str, int, int, bytes, str | None], error: str, hint: str
+) -> tuple[int, int, bytes, Rejected]:
+    name, number, start, raw, session = where
+    return number, start, raw, Rejected(name, number, error, hint, raw, session, start)
+
+
 def json_lines(
     data: bytes,
     name: str,
@@ -37,20 +44,12 @@ def json_lines(
         offset = end + 1
         if not raw.strip():
             continue
+        where = (name, number, start, raw, session)
         if len(raw) > options.max_line_bytes:
-            yield (
-                number,
-                start,
-                raw,
-                Rejected(
-                    name,
-                    number,
-                    f"line is {len(raw)} bytes, over the limit of {options.max_line_bytes}",
-                    "raise ingest.max_line_bytes in config.yaml if the line is genuine",
-                    raw,
-                    session,
-                    start,
-                ),
+            yield _reject(
+                where,
+                f"line is {len(raw)} bytes, over the limit of {options.max_line_bytes}",
+                "raise ingest.max_line_bytes in config.yaml if the line is genuine",
             )
             continue
         if newline < 0 and skipped is not None:
@@ -62,35 +61,13 @@ def json_lines(
         try:
             value = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
         except UnicodeDecodeError as exc:
-            yield (
-                number,
-                start,
-                raw,
-                Rejected(
-                    name,
-                    number,
-                    f"invalid UTF-8 ({exc.reason} at byte {exc.start})",
-                    "save the file as UTF-8",
-                    raw,
-                    session,
-                    start,
-                ),
+            yield _reject(
+                where, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
             )
             continue
         except (ValueError, RecursionError) as exc:
-            yield (
-                number,
-                start,
-                raw,
-                Rejected(
-                    name,
-                    number,
-                    f"invalid JSON ({exc})",
-                    "each line must be one complete JSON object",
-                    raw,
-                    session,
-                    start,
-                ),
+            yield _reject(
+                where, f"invalid JSON ({exc})", "each line must be one complete JSON object"
             )
             continue
         yield number, start, raw, value
