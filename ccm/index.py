@@ -10,6 +10,7 @@ last, still growing, pair).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import re
 import sqlite3
@@ -54,7 +55,9 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 3
+VERSION = 4
+TOPIC_WEIGHT = 0.8
+TOPIC_SEGMENTS = 3
 TOOL_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -285,6 +288,7 @@ class Index:
             )
         for note in manifest.get("notes", []):
             wanted[("note", note["id"])] = (None, None, f"Note: {note['text']}")
+        self._segment_texts(session, manifest)
         written = 0
         for (kind, key), (rowid, _) in have.items():
             if (kind, key) not in wanted:
@@ -307,6 +311,45 @@ class Index:
                 )
             written += 1
         return written
+
+    def _segment_texts(self, session: str, manifest: dict[str, Any]) -> None:
+        """A hidden ``segtext`` unit per segment holding all its words: topic-level
+        matching for recall. Only new segments, changed spans and the growing last
+        segment are rewritten."""
+        spans = {
+            key: (first, last)
+            for key, first, last in self.db.execute(
+                "SELECT key, first_turn, last_turn FROM units WHERE session=? AND kind='segtext'",
+                (session,),
+            )
+        }
+        segments = manifest.get("segments", [])
+        for position, segment in enumerate(segments):
+            first, last = segment["raw_lines"]
+            if spans.get(segment["id"]) == (first, last) and position < len(segments) - 1:
+                continue
+            text = "\n".join(
+                row[0]
+                for row in self.db.execute(
+                    "SELECT text FROM units WHERE session=? AND kind='turn' "
+                    "AND first_turn BETWEEN ? AND ? ORDER BY first_turn",
+                    (session, first, last),
+                )
+            )
+            self.db.execute(
+                "DELETE FROM units WHERE session=? AND kind='segtext' AND key=?",
+                (session, segment["id"]),
+            )
+            self.db.execute(
+                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
+                "VALUES (?,?,?,?,?,NULL,0,?)",
+                (session, "segtext", segment["id"], first, last, text),
+            )
+        known = {s["id"] for s in segments}
+        for key in set(spans) - known:
+            self.db.execute(
+                "DELETE FROM units WHERE session=? AND kind='segtext' AND key=?", (session, key)
+            )
 
     # -- searching -----------------------------------------------------------
     def search(
@@ -359,44 +402,75 @@ class Index:
     def recall(
         self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
     ) -> list[Hit]:
-        """Whole units for `query`: exchanges ranked by their best matching turn (BM25
-        is fairer to one turn than to an exchange that dilutes it), then segments."""
-        found = self.search(query, session=session, kinds=("turn", "segment", "note"), limit=limit)
-        units: list[Hit] = []
-        seen: set[tuple[str, str]] = set()
-        for hit in found:
-            if hit.kind == "turn":
-                row = self.db.execute(
-                    "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
-                    "WHERE session=? AND kind='pair' AND first_turn<=? AND last_turn>=? LIMIT 1",
-                    (session, hit.first_turn, hit.first_turn),
-                ).fetchone()
-                if row is None:
-                    continue
-                unit = Hit(
-                    session,
-                    "pair",
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
-                    hit.score,
-                    hit.matched,
-                )
-            else:
-                unit = hit
-            if (
-                exclude_after is not None
-                and unit.first_turn is not None
-                and unit.first_turn >= exclude_after
-            ):
+        """Whole units for `query`, best first.
+
+        An exchange scores by its best matching turn (BM25 is fairer to one turn than
+        to an exchange that dilutes it) plus half the score of its segment's whole text
+        (the topic matches even where the turn's own words do not), each normalised by
+        the best of its kind; segment summaries and notes follow on their own score.
+        """
+        turns = self.search(query, session=session, kinds=("turn",), limit=limit)
+        topics = self.search(query, session=session, kinds=("segtext",), limit=20)
+        summaries = self.search(query, session=session, kinds=("segment", "note"), limit=10)
+        best_turn = max((h.score for h in turns), default=1.0) or 1.0
+        best_topic = max((h.score for h in topics), default=1.0) or 1.0
+        spans = [(h.first_turn or 0, h.last_turn or 0, h.score / best_topic) for h in topics]
+
+        def topic_score(turn: int) -> float:
+            return max(
+                (score for first, last, score in spans if first <= turn <= last), default=0.0
+            )
+
+        scored: dict[str, tuple[float, tuple[str, ...], tuple[Any, ...]]] = {}
+        pairs_of = self.db.execute(
+            "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
+            "WHERE session=? AND kind='pair' ORDER BY first_turn",
+            (session,),
+        ).fetchall()
+        starts = [row[1] for row in pairs_of]
+
+        def pair_of(turn: int) -> tuple[Any, ...] | None:
+            position = bisect.bisect_right(starts, turn) - 1
+            if position < 0:
+                return None
+            row: tuple[Any, ...] = pairs_of[position]
+            return row if row[1] <= turn <= row[2] else None
+
+        for hit in turns:
+            row = pair_of(hit.first_turn or 0)
+            if row is None:
                 continue
-            if (unit.kind, unit.key) in seen:
-                continue
-            seen.add((unit.kind, unit.key))
-            units.append(unit)
+            score = hit.score / best_turn + TOPIC_WEIGHT * topic_score(hit.first_turn or 0)
+            old = scored.get(row[0])
+            if old is None or score > old[0]:
+                scored[row[0]] = (score, hit.matched, row)
+        for first, last, score in spans[:TOPIC_SEGMENTS]:  # the turns of the best topics
+            for row in pairs_of[
+                bisect.bisect_left(starts, first) : bisect.bisect_right(starts, last)
+            ]:
+                scored.setdefault(row[0], (TOPIC_WEIGHT * score, (), row))
+        units = [
+            Hit(session, "pair", row[0], row[1], row[2], row[3], row[4], row[5], score, matched)
+            for score, matched, row in sorted(scored.values(), key=lambda v: (-v[0], v[2][1]))
+        ]
+        units += [
+            Hit(
+                h.session,
+                h.kind,
+                h.key,
+                h.first_turn,
+                h.last_turn,
+                h.ts,
+                h.tokens,
+                h.text,
+                h.score / best_turn,
+                h.matched,
+            )
+            for h in summaries
+        ]
+        units.sort(key=lambda h: -h.score)
+        if exclude_after is not None:
+            units = [u for u in units if u.first_turn is None or u.first_turn < exclude_after]
         return units
 
     def count(self, session: str | None = None) -> int:
