@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -149,14 +150,14 @@ class Index:
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30)
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, VERSION):
                 db.close()
                 self.path.unlink()
-                db = sqlite3.connect(self.path, timeout=30)
+                db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.executescript(SCHEMA)
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
@@ -180,8 +181,20 @@ class Index:
         ).fetchone()
         return (row[0], Cursor(row[1], row[2])) if row else (None, Cursor())
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction, taken at once (BEGIN IMMEDIATE): concurrent ingests
+        and CLI commands updating the index wait for each other instead of racing."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
     def drop(self, session: str) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
 
@@ -193,47 +206,36 @@ class Index:
         except FileNotFoundError:
             self.drop(session)
             return 0
+        with self._writing():
+            return self._update(session, st, manifest)
+
+    def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
         inode, cursor = self._progress(session)
         if inode != st.st_ino or cursor.offset > st.st_size:
-            self.drop(session)
+            self.db.execute("DELETE FROM units WHERE session=?", (session,))
+            self.db.execute("DELETE FROM progress WHERE session=?", (session,))
             cursor = Cursor()
-        lines = list(self.store.scan_turns(session, cursor))
-        turns = [line.record for line in lines if line.record is not None]
+        lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
         written = 0
-        with self.db:
-            if turns:
-                groups = pairs(turns)
-                for group in groups:
-                    written += self._put(session, "pair", str(group[0]["turn"]), group)
-                    for turn in group:  # single turns rank better; pairs are what is shown
-                        if turn["role"] != "tool":
-                            written += self._put(session, "turn", str(turn["turn"]), [turn])
-                # re-read the last group next time: its answer may still be growing
-                last_start = groups[-1][0]["turn"]
-                resume = next(
-                    (
-                        ln
-                        for ln in lines
-                        if ln.record is not None and ln.record["turn"] == last_start
-                    ),
-                    None,
-                )
-                if resume is not None:
-                    previous = next(
-                        (
-                            lines[i - 1].cursor
-                            for i, ln in enumerate(lines)
-                            if ln is resume and i > 0
-                        ),
-                        cursor,
-                    )
-                    cursor = previous
-                self.db.execute(
-                    "INSERT OR REPLACE INTO progress(session, inode, offset, line) VALUES (?,?,?,?)",
-                    (session, st.st_ino, cursor.offset, cursor.line),
-                )
-            if manifest is not None:
-                written += self._segments(session, manifest)
+        if lines:
+            groups = pairs([line.record for line in lines if line.record is not None])
+            for group in groups:
+                written += self._put(session, "pair", str(group[0]["turn"]), group)
+                for turn in group:  # single turns rank better; pairs are what is shown
+                    if turn["role"] != "tool":
+                        written += self._put(session, "turn", str(turn["turn"]), [turn])
+            # start the next update at the last exchange: its answer may still be growing
+            last_start = groups[-1][0]["turn"]
+            for position, line in enumerate(lines):
+                if line.record is not None and line.record["turn"] == last_start:
+                    cursor = lines[position - 1].cursor if position else cursor
+                    break
+            self.db.execute(
+                "INSERT OR REPLACE INTO progress(session, inode, offset, line) VALUES (?,?,?,?)",
+                (session, st.st_ino, cursor.offset, cursor.line),
+            )
+        if manifest is not None:
+            written += self._segments(session, manifest)
         return written
 
     def _put(self, session: str, kind: str, key: str, group: list[dict[str, Any]]) -> int:
