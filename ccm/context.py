@@ -157,13 +157,16 @@ class _Budget:
         self.used += count
 
 
-def _fill(block: Block, candidates: list[tuple[str, Any]], allowance: int) -> int:
-    """Add whole lines while they fit in `allowance`; returns tokens used."""
+def _fill(
+    block: Block, candidates: list[tuple[str, Any]], allowance: int, costs: list[int] | None = None
+) -> int:
+    """Add whole lines while they fit in `allowance`; returns tokens used. `costs`, when
+    known (the index stores each unit's tokens), saves counting them again."""
     used = tokens.count_tokens(f"## {block.title}\n") + JOIN_TOKENS
     if not candidates or used >= allowance:
         return 0
-    for line, item in candidates:
-        cost = tokens.count_tokens(line) + 1
+    for position, (line, item) in enumerate(candidates):
+        cost = (costs[position] if costs is not None else tokens.count_tokens(line)) + 1
         if used + cost > allowance:
             continue
         block.lines.append(line)
@@ -308,7 +311,7 @@ def _assemble(
         allowance = min(budget.left, int(total * shares["recall"]) + carry)
         hits = index.recall(query, session, exclude_after=tail_first)
         candidates = _recall_lines(hits)
-        used = _fill(recall, candidates, allowance)
+        used = _fill(recall, candidates, allowance, [hit.tokens for hit in hits])
         budget.take(used)
         carry = max(0, allowance - used)
 

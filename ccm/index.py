@@ -363,8 +363,10 @@ class Index:
         since: str | None = None,
         until: str | None = None,
         exclude_after: int | None = None,
+        explain: bool = True,
     ) -> list[Hit]:
-        """Units matching any word of `query`, best first (BM25)."""
+        """Units matching any word of `query`, best first (BM25); with `explain`, each
+        hit lists the query words it contains."""
         words = query_words(query)
         if not words:
             return []
@@ -393,7 +395,7 @@ class Index:
         params.append(limit)
         hits = []
         for row in self.db.execute(" ".join(sql), params):
-            matched = tuple(w for w in words if _contains(row[7], w))
+            matched = tuple(w for w in words if _contains(row[7], w)) if explain else ()
             hits.append(
                 Hit(
                     row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], -row[8], matched
@@ -412,7 +414,7 @@ class Index:
         the best of its kind; segment summaries and notes follow on their own score.
         """
         turns = self.search(query, session=session, kinds=("turn",), limit=limit)
-        topics = self.search(query, session=session, kinds=("segtext",), limit=20)
+        topics = self.search(query, session=session, kinds=("segtext",), limit=20, explain=False)
         summaries = self.search(query, session=session, kinds=("segment", "note"), limit=10)
         best_turn = max((h.score for h in turns), default=1.0) or 1.0
         best_topic = max((h.score for h in topics), default=1.0) or 1.0
