@@ -29,6 +29,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/engine.py
+	$(BIN)/python benchmarks/recall.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate_cli.py

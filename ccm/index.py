@@ -10,7 +10,6 @@ last, still growing, pair).
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import os
 import re
@@ -49,6 +48,7 @@ CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE ON units BEGIN
     INSERT INTO units_fts(units_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO units_fts(rowid, text) VALUES (new.id, new.text);
 END;
+CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
 CREATE TABLE IF NOT EXISTS progress(
     session TEXT PRIMARY KEY,
     inode INTEGER,
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 4
+VERSION = 5
 TOPIC_WEIGHT = 0.8
 TOPIC_SEGMENTS = 3
 TOOL_CHARS = 300
@@ -239,31 +239,18 @@ class Index:
         return written
 
     def _put(self, session: str, kind: str, key: str, group: list[dict[str, Any]]) -> int:
+        """Insert or refresh one unit; an unchanged one is left alone (no FTS churn)."""
         text = "\n".join(render_group(group))
-        row = self.db.execute(
-            "SELECT id, text FROM units WHERE session=? AND kind=? AND key=?", (session, kind, key)
-        ).fetchone()
-        if row is not None and row[1] == text:
-            return 0
-        values = (
-            group[0]["turn"],
-            group[-1]["turn"],
-            group[0]["ts"],
-            tokens.count_tokens(text),
-            text,
+        # only exchanges are shown; single turns serve ranking and need no token count
+        count = tokens.count_tokens(text) if kind == "pair" else 0
+        cursor = self.db.execute(
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
+            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
+            "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
+            "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
+            (session, kind, key, group[0]["turn"], group[-1]["turn"], group[0]["ts"], count, text),
         )
-        if row is None:
-            self.db.execute(
-                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (session, kind, key, *values),
-            )
-        else:
-            self.db.execute(
-                "UPDATE units SET first_turn=?, last_turn=?, ts=?, tokens=?, text=? WHERE id=?",
-                (*values, row[0]),
-            )
-        return 1
+        return max(cursor.rowcount, 0)
 
     def _segments(self, session: str, manifest: dict[str, Any]) -> int:
         """Keep one unit per segment and note, rewritten only when its text changed."""
@@ -426,19 +413,15 @@ class Index:
             )
 
         scored: dict[str, tuple[float, tuple[str, ...], tuple[Any, ...]]] = {}
-        pairs_of = self.db.execute(
-            "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
-            "WHERE session=? AND kind='pair' ORDER BY first_turn",
-            (session,),
-        ).fetchall()
-        starts = [row[1] for row in pairs_of]
+        columns = "key, first_turn, last_turn, ts, tokens, text"
 
         def pair_of(turn: int) -> tuple[Any, ...] | None:
-            position = bisect.bisect_right(starts, turn) - 1
-            if position < 0:
-                return None
-            row: tuple[Any, ...] = pairs_of[position]
-            return row if row[1] <= turn <= row[2] else None
+            row: tuple[Any, ...] | None = self.db.execute(
+                f"SELECT {columns} FROM units WHERE session=? AND kind='pair' AND first_turn<=? "
+                "ORDER BY first_turn DESC LIMIT 1",
+                (session, turn),
+            ).fetchone()
+            return row if row is not None and row[1] <= turn <= row[2] else None
 
         for hit in turns:
             row = pair_of(hit.first_turn or 0)
@@ -449,10 +432,12 @@ class Index:
             if old is None or score > old[0]:
                 scored[row[0]] = (score, hit.matched, row)
         for first, last, score in spans[:TOPIC_SEGMENTS]:  # the turns of the best topics
-            for row in pairs_of[
-                bisect.bisect_left(starts, first) : bisect.bisect_right(starts, last)
-            ]:
-                scored.setdefault(row[0], (TOPIC_WEIGHT * score, (), row))
+            for row in self.db.execute(
+                f"SELECT {columns} FROM units WHERE session=? AND kind='pair' "
+                "AND first_turn BETWEEN ? AND ? ORDER BY first_turn",
+                (session, first, last),
+            ):
+                scored.setdefault(row[0], (TOPIC_WEIGHT * score, (), tuple(row)))
         units = [
             Hit(session, "pair", row[0], row[1], row[2], row[3], row[4], row[5], score, matched)
             for score, matched, row in sorted(scored.values(), key=lambda v: (-v[0], v[2][1]))

@@ -1,0 +1,131 @@
+"""Benchmark the recall index and context assembly on a generated session.
+
+    .venv/bin/python benchmarks/recall.py [--turns 100000] [--seed 0] [--json]
+
+Measures, in this process, on one session of `--turns` turns from
+`benchmarks.generate` (imported without deriving):
+
+* index build: derive the tiers, then ``Index.update`` from scratch (units/s);
+* recall: ``Index.recall`` for 50 queries drawn from the session's own words, p50/p95;
+* context assembly: ``context._assemble`` (library call, state and index ready) on the
+  last 10,000 turns' session state, for casual and recall queries, p50/p95.
+
+Targets from the recall issue (reported, never enforced): context assembly <= 5 ms on a
+10k-turn session; recall p50 <= 20 ms over 1M turns (run with --turns 1000000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import write_session  # noqa: E402
+from ccm import derive  # noqa: E402
+from ccm.context import _assemble  # noqa: E402
+from ccm.index import Index  # noqa: E402
+from ccm.ingest.pipeline import ingest  # noqa: E402
+from ccm.store import Store  # noqa: E402
+
+SESSION = "bench"
+
+
+def _ms(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return (
+        round(statistics.median(ordered) * 1000, 2),
+        round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2),
+    )
+
+
+def measure(turns: int, seed: int, work: Path) -> dict[str, Any]:
+    source = work / "session.jsonl"
+    write_session(source, turns, seed=seed)
+    store = Store(work / "root")
+    store.root.mkdir(parents=True)
+    (store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
+    ingest(store, [str(source)], session=SESSION)
+    derived = derive.update(store, SESSION)
+
+    index = Index(store)
+    start = time.perf_counter()
+    index.update(SESSION, derived.tiers.manifest)
+    build = time.perf_counter() - start
+    units = index.count(SESSION)
+
+    rng = random.Random(seed)
+    texts = [line["content"] for line in map(json.loads, source.open()) if line["role"] == "user"]
+    queries = []
+    for _ in range(50):
+        words = [w for w in rng.choice(texts).split() if w.isalpha() and len(w) > 4]
+        queries.append(
+            "what did we decide about " + " ".join(rng.sample(words, min(3, len(words)))) + "?"
+        )
+    recall_times = []
+    for query in queries:
+        start = time.perf_counter()
+        index.recall(query, SESSION)
+        recall_times.append(time.perf_counter() - start)
+
+    assembly: dict[str, list[float]] = {"casual": [], "recall": []}
+    for query in queries[:30]:
+        for kind, text in (("casual", "ok, go on"), ("recall", query)):
+            start = time.perf_counter()
+            _assemble(store, SESSION, 8000, text, derived, index)
+            assembly[kind].append(time.perf_counter() - start)
+    index.close()
+    recall_p50, recall_p95 = _ms(recall_times)
+    casual_p50, casual_p95 = _ms(assembly["casual"])
+    asked_p50, asked_p95 = _ms(assembly["recall"])
+    return {
+        "turns": turns,
+        "units": units,
+        "index_build_s": round(build, 2),
+        "units_per_s": round(units / build),
+        "recall_p50_ms": recall_p50,
+        "recall_p95_ms": recall_p95,
+        "context_casual_p50_ms": casual_p50,
+        "context_casual_p95_ms": casual_p95,
+        "context_recall_p50_ms": asked_p50,
+        "context_recall_p95_ms": asked_p95,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ccm-recall-bench-") as tmp:
+        result = measure(args.turns, args.seed, Path(tmp))
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"ccm recall benchmark: {result['turns']:,} turns, {result['units']:,} index units")
+    print(f"  index build        {result['index_build_s']} s ({result['units_per_s']:,} units/s)")
+    print(
+        f"  recall             p50 {result['recall_p50_ms']} ms, p95 {result['recall_p95_ms']} ms"
+    )
+    print(
+        f"  context (casual)   p50 {result['context_casual_p50_ms']} ms, "
+        f"p95 {result['context_casual_p95_ms']} ms (budget 8000)"
+    )
+    print(
+        f"  context (recall)   p50 {result['context_recall_p50_ms']} ms, "
+        f"p95 {result['context_recall_p95_ms']} ms (budget 8000)"
+    )
+
+
+if __name__ == "__main__":
+    main()
