@@ -34,6 +34,7 @@ SHARES: dict[str, dict[str, float]] = {
 }
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
+SAFETY_TOKENS = 32
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -326,8 +327,11 @@ def _assemble(
         manifest.lines[-1] = f"Budget: {total} tokens, {max(0, budget.left)} left."
     blocks = [b for b in (critical, state, manifest, efforts, recall, tail) if b.lines]
     context = Context(session, total, query, kind, reason, blocks, chosen)
-    while context.tokens > total and _drop_last(blocks):
-        pass  # token counts of joined text can differ by a token or two from the parts
+    # the parts were counted one by one; joined text can differ by a token or two, so the
+    # whole is counted only when the parts come close to the budget
+    if budget.used + SAFETY_TOKENS >= total:
+        while context.tokens > total and _drop_last(blocks):
+            pass
     return context
 
 
