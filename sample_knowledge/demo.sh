@@ -32,3 +32,6 @@ echo "# Memory commands are events: pin a segment, then undo it."
 step ccm --root "$root" apply ledger-sync '@recall("duplicate rows") @pin(seg_2)'
 step ccm --root "$root" undo ledger-sync
 step ccm --root "$root" summary deploy-checklist
+echo
+echo "# What the model is given for its next turn: recall is gated on the question."
+step ccm --root "$root" context ledger-sync --budget 900 --query "Remember the duplicate rows? What was the fix?"
