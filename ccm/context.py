@@ -309,7 +309,8 @@ def _assemble(
 
     recall = Block("recall", "Recalled from memory")
     if kind != "casual" and query:
-        allowance = min(budget.left, int(total * shares["recall"]) + carry)
+        tail_reserve = int(total * shares["tail"])  # the latest exchange is never crowded out
+        allowance = min(budget.left - tail_reserve, int(total * shares["recall"]) + carry)
         hits = index.recall(query, session, exclude_after=tail_first)
         candidates = _recall_lines(hits)
         used = _fill(recall, candidates, allowance, [hit.tokens for hit in hits])
