@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.generate import write_session  # noqa: E402
 from ccm import derive  # noqa: E402
 from ccm.context import _assemble  # noqa: E402
+from ccm.engine.render import critical_items  # noqa: E402
 from ccm.index import Index  # noqa: E402
 from ccm.ingest.pipeline import ingest  # noqa: E402
 from ccm.store import Store  # noqa: E402
@@ -77,11 +78,16 @@ def measure(turns: int, seed: int, work: Path) -> dict[str, Any]:
         index.recall(query, SESSION)
         recall_times.append(time.perf_counter() - start)
 
+    # generated text is dense with "must" and "always": give the always-included
+    # critical items room, so that what is measured is the assembly, not the refusal
+    events, _, _ = store.read_events(SESSION)
+    critical = sum(c["tokens"] for c in critical_items(derived.state, events))
+    budget = max(8000, 2 * critical + 2000)
     assembly: dict[str, list[float]] = {"casual": [], "recall": []}
     for query in queries[:30]:
         for kind, text in (("casual", "ok, go on"), ("recall", query)):
             start = time.perf_counter()
-            _assemble(store, SESSION, 8000, text, derived, index)
+            _assemble(store, SESSION, budget, text, derived, index)
             assembly[kind].append(time.perf_counter() - start)
     index.close()
     recall_p50, recall_p95 = _ms(recall_times)
@@ -94,6 +100,8 @@ def measure(turns: int, seed: int, work: Path) -> dict[str, Any]:
         "units_per_s": round(units / build),
         "recall_p50_ms": recall_p50,
         "recall_p95_ms": recall_p95,
+        "context_budget": budget,
+        "critical_tokens": critical,
         "context_casual_p50_ms": casual_p50,
         "context_casual_p95_ms": casual_p95,
         "context_recall_p50_ms": asked_p50,
@@ -119,11 +127,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         f"  context (casual)   p50 {result['context_casual_p50_ms']} ms, "
-        f"p95 {result['context_casual_p95_ms']} ms (budget 8000)"
+        f"p95 {result['context_casual_p95_ms']} ms (budget {result['context_budget']}, "
+        f"{result['critical_tokens']} of them critical items)"
     )
     print(
         f"  context (recall)   p50 {result['context_recall_p50_ms']} ms, "
-        f"p95 {result['context_recall_p95_ms']} ms (budget 8000)"
+        f"p95 {result['context_recall_p95_ms']} ms"
     )
 
 
