@@ -11,6 +11,7 @@ last, still growing, pair).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import sqlite3
@@ -33,20 +34,21 @@ CREATE TABLE IF NOT EXISTS units(
     ts TEXT,
     tokens INTEGER NOT NULL,
     text TEXT NOT NULL,
+    tag TEXT NOT NULL,
     UNIQUE(session, kind, key)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    text, content='units', content_rowid='id', tokenize='porter unicode61'
+    text, tag, content='units', content_rowid='id', tokenize='porter unicode61'
 );
 CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
-    INSERT INTO units_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
 CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
-    INSERT INTO units_fts(units_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
 END;
 CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE ON units BEGIN
-    INSERT INTO units_fts(units_fts, rowid, text) VALUES ('delete', old.id, old.text);
-    INSERT INTO units_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
+    INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
 CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
 CREATE TABLE IF NOT EXISTS progress(
@@ -56,7 +58,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 5
+VERSION = 6
 TOPIC_WEIGHT = 0.8
 TOPIC_SEGMENTS = 3
 TOOL_CHARS = 300
@@ -159,6 +161,8 @@ class Index:
                 self.path.unlink()
                 db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.executescript(SCHEMA)
+            # rank by the text alone: the tag column only filters
+            db.execute("INSERT INTO units_fts(units_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)')")
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
         return self._db
@@ -244,11 +248,21 @@ class Index:
         # only exchanges are shown; single turns serve ranking and need no token count
         count = tokens.count_tokens(text) if kind == "pair" else 0
         cursor = self.db.execute(
-            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
-            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
+            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
             "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
-            (session, kind, key, group[0]["turn"], group[-1]["turn"], group[0]["ts"], count, text),
+            (
+                session,
+                kind,
+                key,
+                group[0]["turn"],
+                group[-1]["turn"],
+                group[0]["ts"],
+                count,
+                text,
+                _tag_column(kind, session),
+            ),
         )
         return max(cursor.rowcount, 0)
 
@@ -289,9 +303,9 @@ class Index:
             count = tokens.count_tokens(text)
             if old is None:
                 self.db.execute(
-                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
-                    "VALUES (?,?,?,?,?,NULL,?,?)",
-                    (session, kind, key, first, last, count, text),
+                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
+                    "VALUES (?,?,?,?,?,NULL,?,?,?)",
+                    (session, kind, key, first, last, count, text, _tag_column(kind, session)),
                 )
             else:
                 self.db.execute(
@@ -330,9 +344,17 @@ class Index:
                 (session, segment["id"]),
             )
             self.db.execute(
-                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text) "
-                "VALUES (?,?,?,?,?,NULL,0,?)",
-                (session, "segtext", segment["id"], first, last, text),
+                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
+                "VALUES (?,?,?,?,?,NULL,0,?,?)",
+                (
+                    session,
+                    "segtext",
+                    segment["id"],
+                    first,
+                    last,
+                    text,
+                    _tag_column("segtext", session),
+                ),
             )
         known = {s["id"] for s in segments}
         for key in set(spans) - known:
@@ -353,41 +375,48 @@ class Index:
         explain: bool = True,
     ) -> list[Hit]:
         """Units matching any word of `query`, best first (BM25); with `explain`, each
-        hit lists the query words it contains."""
+        hit lists the query words it contains.
+
+        Session and kind are filtered inside FTS5 (through the ``tag`` column), so the
+        ranking touches only matching rows of the wanted kinds and sessions and stops at
+        `limit` (FTS5's ``ORDER BY rank LIMIT`` path).
+        """
         words = query_words(query)
         if not words:
             return []
-        match = " OR ".join(f'"{w}"' for w in words)
-        sql = [
-            "SELECT u.session, u.kind, u.key, u.first_turn, u.last_turn, u.ts, u.tokens, u.text,",
-            "bm25(units_fts) AS rank FROM units_fts JOIN units u ON u.id = units_fts.rowid",
-            "WHERE units_fts MATCH ?",
-        ]
-        params: list[Any] = [match]
-        if session is not None:
-            sql.append("AND u.session = ?")
-            params.append(session)
-        sql.append(f"AND u.kind IN ({','.join('?' * len(kinds))})")
-        params.extend(kinds)
-        if since:
-            sql.append("AND (u.ts IS NULL OR u.ts >= ?)")
-            params.append(since)
-        if until:
-            sql.append("AND (u.ts IS NULL OR u.ts <= ?)")
-            params.append(until)
-        if exclude_after is not None:
-            sql.append("AND (u.first_turn IS NULL OR u.first_turn < ?)")
-            params.append(exclude_after)
-        sql.append("ORDER BY rank, u.session, u.first_turn LIMIT ?")
-        params.append(limit)
-        hits = []
-        for row in self.db.execute(" ".join(sql), params):
-            matched = tuple(w for w in words if _contains(row[7], w)) if explain else ()
-            hits.append(
-                Hit(
-                    row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], -row[8], matched
-                )
+        tags = " OR ".join(tag(kind, session) for kind in kinds)
+        text = " OR ".join(f'"{w}"' for w in words)
+        filtered = bool(since or until or exclude_after is not None)
+        ranked = self.db.execute(
+            "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? ORDER BY rank LIMIT ?",
+            (f"tag:({tags}) AND text:({text})", limit * 4 if filtered else limit),
+        ).fetchall()
+        if not ranked:
+            return []
+        rows = {
+            row[0]: row
+            for row in self.db.execute(
+                "SELECT id, session, kind, key, first_turn, last_turn, ts, tokens, text FROM units "
+                f"WHERE id IN ({','.join('?' * len(ranked))})",
+                [rowid for rowid, _ in ranked],
             )
+        }
+        hits: list[Hit] = []
+        for rowid, rank in ranked:
+            row = rows.get(rowid)
+            if row is None:
+                continue
+            ts, first = row[6], row[4]
+            if (since and ts and ts < since) or (until and ts and ts > until):
+                continue
+            if exclude_after is not None and first is not None and first >= exclude_after:
+                continue
+            matched = tuple(w for w in words if _contains(row[8], w)) if explain else ()
+            hits.append(
+                Hit(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], -rank, matched)
+            )
+            if len(hits) >= limit:
+                break
         return hits
 
     def recall(
@@ -565,6 +594,17 @@ def query_words(query: str) -> list[str]:
         if len(word) > 1 and word not in STOP:
             seen.setdefault(word, None)
     return list(seen)
+
+
+def tag(kind: str, session: str | None) -> str:
+    """The FTS5 filter token of a unit's kind, in one session or in all of them."""
+    if session is None:
+        return kind
+    return f"{kind}x{hashlib.sha1(session.encode('utf-8')).hexdigest()[:16]}"
+
+
+def _tag_column(kind: str, session: str) -> str:
+    return f"{kind} {tag(kind, session)}"
 
 
 def _contains(text: str, word: str) -> bool:
