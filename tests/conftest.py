@@ -6,8 +6,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ccm import tokens
+
+# The machine that runs the suite may be busy: never fail a property because generating
+# its examples was slow (the examples, not their speed, are what is tested).
+settings.register_profile("ccm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ccm")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

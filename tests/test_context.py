@@ -74,7 +74,9 @@ TEXTS = [
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     picks=st.lists(st.integers(0, len(TEXTS) - 1), min_size=1, max_size=40),

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccm.errors import FormatError
@@ -525,19 +525,19 @@ def parses_or_format_error(data: bytes, options: ParseOptions = OPTIONS) -> None
     assert isinstance(result, Parsed)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary())
 def test_any_bytes_parse_or_raise_format_error(data: bytes) -> None:
     parses_or_format_error(data)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON_VALUES)
 def test_any_json_parses_or_raises_format_error(value: Any) -> None:
     parses_or_format_error(json.dumps(value).encode())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(CONVERSATIONS, max_size=3), st.booleans())
 def test_conversation_shaped_json_never_raises(value: list[Any], thinking: bool) -> None:
     parsed = parse(json.dumps(value).encode(), "fuzz.json", ParseOptions(include_thinking=thinking))

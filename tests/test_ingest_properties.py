@@ -24,7 +24,9 @@ from ccm.store import Store, check_session_id, scan_jsonl
 
 FORMATS = ["jsonl", "claude-code", "auto"]
 SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 # -- strategies -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccm.cli import main
@@ -127,7 +127,7 @@ def test_an_email_address_is_not_a_command() -> None:
     assert parse("write to ops@example.com (or me@host) today") == []
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet=st.sampled_from(list("@()\"',._ seg1234pinxpandarchive\\")), max_size=80))
 def test_commands_never_raise(text: str) -> None:
     for command in parse(text):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccm.yamlio import dumps, dumps_pyyaml, loads
@@ -52,7 +52,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(documents)
 def test_round_trip(data: Any) -> None:
     assert yaml.safe_load(dumps(data)) == data
