@@ -311,17 +311,16 @@ def match_effort(
     )
 
 
-def _close(state: State, params: Params) -> None:
-    segment = state["current"]
-    state["current"] = None
-    if segment is None or not segment["open"]:
-        return
+def segment_record(
+    state: State, segment: dict[str, Any], summary_tokens: int
+) -> tuple[dict[str, Any], Counter[str]]:
+    """A segment as the manifest shows it, and its term counts: the same whether the
+    segment has just closed or is still open (then it is shown provisionally)."""
     open_turns = segment["open"]
     counts = _vector(open_turns)
     top = _tfidf_top(state, counts, SEGMENT_TERMS)
     conclusion = segment_conclusion(open_turns)
-    index = len(state["segments"])
-    closed: dict[str, Any] = {
+    record: dict[str, Any] = {
         "id": segment["id"],
         "first": open_turns[0][0],
         "last": open_turns[-1][0],
@@ -331,11 +330,22 @@ def _close(state: State, params: Params) -> None:
         "cue": segment["cue"],
         "terms": {t: counts[t] for t in top},
         "topic": _surface(central_turns(state, open_turns, top[:12]), top[:5]),
-        "summary": summarize(state, open_turns, conclusion, params.summary_tokens, top[:12]),
+        "summary": summarize(state, open_turns, conclusion, summary_tokens, top[:12]),
         "conclusion": conclusion,
         "status": segment_status(open_turns, conclusion),
         "referenced": 0,
     }
+    return record, counts
+
+
+def _close(state: State, params: Params) -> None:
+    segment = state["current"]
+    state["current"] = None
+    if segment is None or not segment["open"]:
+        return
+    closed, counts = segment_record(state, segment, params.summary_tokens)
+    top = list(closed["terms"])
+    index = len(state["segments"])
     effort_index, _ = match_effort(state, counts, segment.get("resume"))
     if effort_index is None:
         effort_index = len(state["efforts"])

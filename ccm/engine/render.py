@@ -21,16 +21,7 @@ from typing import Any
 from ccm.config import Config
 from ccm.engine import working_state
 from ccm.engine.critical import forbidden_terms
-from ccm.engine.fold import (
-    State,
-    _surface,
-    _tfidf_top,
-    _vector,
-    match_effort,
-    segment_conclusion,
-    segment_status,
-    summarize,
-)
+from ccm.engine.fold import State, match_effort, segment_record
 from ccm.engine.text import cosine, terms, top_terms
 from ccm.tokens import count_tokens
 
@@ -149,37 +140,15 @@ def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
     segments = [dict(s) for s in state["segments"]]
     current = state["current"]
     if current is not None and current["open"]:
-        open_turns = current["open"]
-        counts = _vector(open_turns)
-        top = _tfidf_top(state, counts, 40)
-        conclusion = segment_conclusion(open_turns)
+        record, counts = segment_record(state, current, params_summary_tokens)
         effort_index, _ = match_effort(state, counts, current.get("resume"))
-        effort = (
+        record["effort"] = (
             state["efforts"][effort_index]["id"]
             if effort_index is not None
             else f"effort_{len(state['efforts']) + 1}"
         )
-        segments.append(
-            {
-                "id": current["id"],
-                "first": open_turns[0][0],
-                "last": open_turns[-1][0],
-                "start_ts": open_turns[0][3],
-                "end_ts": open_turns[-1][3],
-                "tokens": sum(e[4] for e in open_turns),
-                "cue": current["cue"],
-                "terms": {t: counts[t] for t in top},
-                "topic": _surface(open_turns, top[:5]),
-                "summary": summarize(
-                    state, open_turns, conclusion, params_summary_tokens, top[:12]
-                ),
-                "conclusion": conclusion,
-                "status": segment_status(open_turns, conclusion),
-                "referenced": 0,
-                "effort": effort,
-                "current": True,
-            }
-        )
+        record["current"] = True
+        segments.append(record)
     return segments
 
 
