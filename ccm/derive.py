@@ -195,8 +195,3 @@ def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) ->
         changed[name] = encoded
     atomic_write_many(folder, changed)
     return list(changed)
-
-
-def current_state(store: Store, session: str) -> Derived:
-    """The up-to-date engine state and tiers (updating them first if needed)."""
-    return update(store, session)

@@ -17,7 +17,6 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ccm import tokens
@@ -609,16 +608,3 @@ def _tag_column(kind: str, session: str) -> str:
 
 def _contains(text: str, word: str) -> bool:
     return word in text.lower()
-
-
-@contextlib.contextmanager
-def opened(store: Store) -> Iterator[Index]:
-    index = Index(store)
-    try:
-        yield index
-    finally:
-        index.close()
-
-
-def index_path(store: Store) -> Path:
-    return store.cache / "index.sqlite"

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 STOPWORDS = frozenset(
     """
@@ -127,10 +126,6 @@ def paths(text: str) -> list[str]:
     return list(seen)
 
 
-def vector(items: Iterable[str]) -> Vector:
-    return {term: float(count) for term, count in Counter(items).items()}
-
-
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     if not a or not b:
         return 0.0
@@ -141,11 +136,6 @@ def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
         return 0.0
     norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
     return dot / norm
-
-
-def add_into(target: dict[str, float], source: Mapping[str, float], weight: float = 1.0) -> None:
-    for term, value in source.items():
-        target[term] = target.get(term, 0.0) + value * weight
 
 
 def top_terms(counts: Mapping[str, float], limit: int) -> list[str]:
