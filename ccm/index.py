@@ -60,6 +60,8 @@ CREATE TABLE IF NOT EXISTS progress(
 VERSION = 6
 TOPIC_WEIGHT = 0.8
 TOPIC_SEGMENTS = 3
+NEIGHBOUR_HITS = 5
+NEIGHBOUR_WEIGHT = 0.5
 TOOL_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -459,6 +461,11 @@ class Index:
             old = scored.get(row[0])
             if old is None or score > old[0]:
                 scored[row[0]] = (score, hit.matched, row)
+        best = sorted(scored.values(), key=lambda v: -v[0])[:NEIGHBOUR_HITS]
+        for score, _, row in best:  # what was said just before and after a strong hit
+            for near in (pair_of(row[1] - 1), pair_of(row[2] + 1)):
+                if near is not None:
+                    scored.setdefault(near[0], (NEIGHBOUR_WEIGHT * score, (), near))
         for first, last, score in spans[:TOPIC_SEGMENTS]:  # the turns of the best topics
             for row in self.db.execute(
                 f"SELECT {columns} FROM units WHERE session=? AND kind='pair' "
