@@ -26,6 +26,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
 
 
+def _safe_streams() -> None:
+    """Never fail to print: text ccm keeps verbatim may hold lone surrogates (from JSON
+    escapes); they are written as backslash escapes instead of raising."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def _setup_logging() -> None:
     level = os.environ.get("CCM_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(
@@ -92,6 +101,7 @@ def main(ctx: click.Context, root: str | None) -> None:
     Raw turns go to an append-only log under the knowledge root; everything
     else is derived from it.
     """
+    _safe_streams()
     _setup_logging()
     ctx.ensure_object(dict)["root"] = root
 

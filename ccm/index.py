@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccm import tokens
+from ccm.engine.text import printable
 from ccm.store import Cursor, Store
 
 SCHEMA = """
@@ -103,7 +104,7 @@ def speaker(turn: dict[str, Any]) -> str:
 
 def render_turn(turn: dict[str, Any]) -> str:
     """One turn as it is shown to the model: date, speaker, text (tool output clipped)."""
-    content = str(turn["content"])
+    content = printable(str(turn["content"]))
     if turn["role"] == "tool":
         name = (turn.get("tool") or {}).get("name", "tool")
         if len(content) > TOOL_CHARS:
@@ -288,10 +289,10 @@ class Index:
             wanted[("segment", segment["id"])] = (
                 segment["raw_lines"][0],
                 segment["raw_lines"][1],
-                " ".join(parts),
+                printable(" ".join(parts)),
             )
         for note in manifest.get("notes", []):
-            wanted[("note", note["id"])] = (None, None, f"Note: {note['text']}")
+            wanted[("note", note["id"])] = (None, None, printable(f"Note: {note['text']}"))
         self._segment_texts(session, manifest)
         written = 0
         for (kind, key), (rowid, _) in have.items():

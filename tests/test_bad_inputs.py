@@ -432,3 +432,22 @@ def test_a_projects_folder_with_an_idle_transcript_imports_cleanly(
     assert len((ccm_home / "chats" / session / "raw.jsonl").read_bytes().splitlines()) > 0
     assert result.stderr == ""
     assert result.exit_code == 0
+
+
+def test_a_lone_surrogate_is_kept_and_never_breaks_a_command(
+    tmp_path: Path, ccm_home: Path
+) -> None:
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "broken \\ud800 escape in the deploy notes"}\n')
+    assert ccm("ingest", str(path)).exit_code == 0
+    [entry] = (ccm_home / "chats" / "broken" / "raw.jsonl").read_bytes().splitlines()
+    assert json.loads(entry)["content"] == "broken \ud800 escape in the deploy notes"
+    for args in (
+        ["show", "broken"],
+        ["recall", "deploy notes", "--json"],
+        ["context", "broken", "--query", "what was in the deploy notes?"],
+        ["summary", "broken"],
+    ):
+        result = ccm(*args)
+        assert result.exit_code == 0, (args, result.output)
+    assert "deploy notes" in ccm("recall", "deploy notes").stdout

@@ -46,6 +46,14 @@ _FILE_NAME = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
 _FILE_END = re.compile(r"/[\w.-]*\w\.\w{1,6}$")
 
 Vector = dict[str, float]
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` for derived output (the index, the model's context): a lone surrogate,
+    which JSON escapes can carry and UTF-8 cannot encode, becomes U+FFFD. The raw log
+    keeps the original, losslessly."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 
 def stem(word: str) -> str:

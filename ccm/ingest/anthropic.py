@@ -10,7 +10,6 @@ one by one; only an input that is not a Messages API payload at all raises
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -22,7 +21,6 @@ from ccm.store import slug_session_id
 SOURCE = "anthropic"
 HINT = "is this an Anthropic Messages API request or response? pass --format to choose another importer"
 ROLES = frozenset({"user", "assistant"})
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 MESSAGE_HINT = (
     "a message needs role 'user' or 'assistant' and content that is a string or a list of blocks"
 )
@@ -103,7 +101,7 @@ class _Reader:
     def note_model(self, unit: dict[str, Any]) -> None:
         model = unit.get("model")
         if isinstance(model, str) and model and "model" not in self.session.meta:
-            self.session.meta["model"] = _clean(model)
+            self.session.meta["model"] = model
 
     def request(self, unit: dict[str, Any], where: str) -> None:
         self.system(unit.get("system"))
@@ -117,7 +115,7 @@ class _Reader:
         ident = unit.get("id")
         if isinstance(ident, str) and ident:
             for number, turn in enumerate(self.session.turns[first:], start=1):
-                turn.id = _clean(ident if number == 1 else f"{ident}-{number}")
+                turn.id = ident if number == 1 else f"{ident}-{number}"
 
     def system(self, system: Any) -> None:
         if isinstance(system, str):
@@ -182,9 +180,9 @@ class _Reader:
         name = _text(block.get("name")) or "unknown"
         ident = _text(block.get("id"))
         pending.pieces.append(f"[tool_use] {name} {_compact(block.get('input'))}")
-        call = {"name": _clean(name)}
+        call = {"name": name}
         if ident:
-            call["id"] = _clean(ident)
+            call["id"] = ident
             self.tool_names[ident] = name
         pending.tool_calls.append(call)
 
@@ -204,7 +202,7 @@ class _Reader:
         if ident in self.tool_names:
             tool["name"] = self.tool_names[ident]
         turn = SourceTurn(role="tool", content=_result_text(block.get("content")))
-        turn.tool = {key: _clean(value) for key, value in tool.items()} or None
+        turn.tool = tool or None
         if block.get("is_error") is True:
             turn.meta["is_error"] = True
         self.add(turn)
@@ -222,7 +220,6 @@ class _Reader:
         self.add(turn)
 
     def add(self, turn: SourceTurn) -> None:
-        turn.content = _clean(turn.content)
         self.session.turns.append(turn)
 
     def reject(self, value: Any, error: str, hint: str = MESSAGE_HINT) -> None:
@@ -286,11 +283,6 @@ def _text(value: Any) -> str:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _clean(text: str) -> str:
-    """JSON may escape lone surrogates, which cannot be written as UTF-8 later."""
-    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _dump(value: Any) -> bytes:

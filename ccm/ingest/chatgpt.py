@@ -35,7 +35,6 @@ ROLES = frozenset({"system", "user", "assistant", "tool"})
 CONVERSATIONS_FILE = re.compile(r"conversations(-\d+)?\.json")
 ZIP_MAGIC = b"PK\x03\x04"
 HASH_CHARS = 8
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # What a message's content becomes: (text, "") or (None, reason it is skipped).
 Converted = tuple[str | None, str]
@@ -129,7 +128,7 @@ def _session(
     if not isinstance(conversation, dict) or not isinstance(mapping, dict):
         parsed.rejected.append(_reject(conversation, index, name))
         return None
-    title = _clean(_text(conversation.get("title")).strip())
+    title = _text(conversation.get("title")).strip()
     source_id = _conversation_id(conversation)
     session = SourceSession(
         session_id=forced or _session_id(source_id, title, conversation), source=SOURCE
@@ -137,7 +136,7 @@ def _session(
     if title:
         session.meta["title"] = title
     if source_id:
-        session.meta["conversation_id"] = _clean(source_id)
+        session.meta["conversation_id"] = source_id
     start = normalise_ts(conversation.get("create_time"))
     branch = _branch(mapping, conversation.get("current_node"))
     session.turns = _turns(branch, start, options, parsed.skipped)
@@ -151,7 +150,7 @@ def _conversation_id(conversation: dict[str, Any]) -> str | None:
 def _reject(conversation: Any, index: int, name: str) -> Rejected:
     if isinstance(conversation, dict):
         ident = _conversation_id(conversation)
-        label = f"conversation {index}" + (f" (id {_clean(ident)!r})" if ident else "")
+        label = f"conversation {index}" + (f" (id {ident!r})" if ident else "")
         error = f"{label} has no 'mapping' object"
     else:
         error = f"conversation {index} is not an object"
@@ -293,13 +292,13 @@ def _turn(
         skipped["empty"] += 1
         return None
     ident = _first_str(message.get("id")) or node_id
-    turn = SourceTurn(role=role, content=_clean(text), ts=ts, id=_clean(ident))
+    turn = SourceTurn(role=role, content=text, ts=ts, id=ident)
     tool_name = _first_str(author.get("name"))
     if role == "tool" and tool_name:
-        turn.tool = {"name": _clean(tool_name)}
+        turn.tool = {"name": tool_name}
     model = _first_str(metadata.get("model_slug"))
     if model:
-        turn.meta["model"] = _clean(model)
+        turn.meta["model"] = model
     return turn
 
 
@@ -434,11 +433,6 @@ def _first_str(*values: Any) -> str | None:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _clean(text: str) -> str:
-    """JSON may escape lone surrogates, which cannot be written as UTF-8 later."""
-    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _dump(value: Any, ascii_only: bool = False) -> bytes:
