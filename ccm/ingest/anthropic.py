@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ccm.errors import FormatError
+from ccm.ingest.lines import load_document
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import slug_session_id
 
@@ -30,7 +31,7 @@ _NEITHER = "neither a Messages API request (with 'messages') nor a response (typ
 
 def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     """Read one payload, or a JSON array of them, into a single session in order."""
-    document = _load_json(data, name)
+    document = load_document(data, name, HINT)
     parsed = Parsed()
     session = SourceSession(session_id=options.session or _default_id(name), source=SOURCE)
     reader = _Reader(name, options, parsed, session)
@@ -49,18 +50,6 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
 
 def _default_id(name: str) -> str:
     return SOURCE if name == "-" else slug_session_id(PurePath(name).stem)
-
-
-def _load_json(data: bytes, name: str) -> Any:
-    """Strict UTF-8 JSON: `json.loads` on bytes would also guess UTF-16 and UTF-32."""
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{name}: not UTF-8 text ({exc.reason})", HINT) from exc
-    except RecursionError as exc:
-        raise FormatError(f"{name}: JSON nested too deeply", HINT) from exc
-    except ValueError as exc:
-        raise FormatError(f"{name}: not valid JSON: {exc}", HINT) from exc
 
 
 @dataclass

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ccm.errors import FormatError, InvalidSessionId
+from ccm.ingest.lines import load_document
 from ccm.ingest.model import (
     Parsed,
     ParseOptions,
@@ -62,9 +63,9 @@ def _conversations(data: bytes, name: str) -> Iterator[Any]:
     if data.startswith(ZIP_MAGIC):
         for member, payload in _zip_members(data, name):
             where = f"{name}:{member}"
-            yield from _as_list(_load_json(payload, where), where)
+            yield from _as_list(load_document(payload, where, HINT), where)
     else:
-        yield from _as_list(_load_json(data, name), name)
+        yield from _as_list(load_document(data, name, HINT), name)
 
 
 def _as_list(document: Any, where: str) -> list[Any]:
@@ -98,18 +99,6 @@ def _zip_members(data: bytes, name: str) -> list[tuple[str, bytes]]:
             "pass the ChatGPT data export ZIP, or the conversations.json inside it",
         )
     return found
-
-
-def _load_json(data: bytes, where: str) -> Any:
-    """Strict UTF-8 JSON: `json.loads` on bytes would also guess UTF-16 and UTF-32."""
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{where}: not UTF-8 text ({exc.reason})", HINT) from exc
-    except RecursionError as exc:
-        raise FormatError(f"{where}: JSON nested too deeply", HINT) from exc
-    except ValueError as exc:
-        raise FormatError(f"{where}: not valid JSON: {exc}", HINT) from exc
 
 
 # ---------------------------------------------------------------------------

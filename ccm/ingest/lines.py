@@ -7,7 +7,21 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from ccm.errors import FormatError
 from ccm.ingest.model import ParseOptions, Rejected
+
+
+def load_document(data: bytes, where: str, hint: str) -> Any:
+    """One whole JSON document, strictly UTF-8 (`json.loads` on bytes would also guess
+    UTF-16 and UTF-32); anything else is a `FormatError` naming `where`."""
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{where}: not UTF-8 text ({exc.reason})", hint) from exc
+    except RecursionError as exc:
+        raise FormatError(f"{where}: JSON nested too deeply", hint) from exc
+    except ValueError as exc:
+        raise FormatError(f"{where}: not valid JSON: {exc}", hint) from exc
 
 
 def _reject(

@@ -9,12 +9,12 @@ image becomes ``[shared an image: <caption>]`` after the text.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ccm.errors import FormatError, InvalidSessionId
+from ccm.ingest.lines import load_document
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import check_session_id, iso_utc, slug_session_id
 
@@ -117,10 +117,7 @@ def sample_session(sample: dict[str, Any], session_id: str) -> tuple[SourceSessi
 
 
 def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
-    try:
-        document = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise FormatError(f"{name}: not JSON ({exc})", HINT) from exc
+    document = load_document(data, name, HINT)
     samples = document if isinstance(document, list) else [document]
     parsed = Parsed()
     for index, sample in enumerate(samples, start=1):
