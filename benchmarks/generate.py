@@ -567,107 +567,75 @@ def _claude_code_lines(
         "version": "2.0.29",
         "gitBranch": "main",
     }
+
+    def record(
+        parent: str | None,
+        kind: str,
+        message: dict[str, Any],
+        uid: str,
+        ms: int,
+        request: str | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> str:
+        line: dict[str, Any] = {"parentUuid": parent, **common, "type": kind}
+        if request is not None:
+            line["requestId"] = request
+        line.update({"message": message, "uuid": uid, "timestamp": _iso(ms)})
+        if result is not None:
+            line["toolUseResult"] = result
+        return _dumps(line)
+
+    def answer(
+        message_id: str, content: list[dict[str, Any]], stop: str | None, usage: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL,
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+
     parent: str | None = None
     message_id = request_id = ""
     for turn in conversation:
         info.roles[turn.role] += 1
         if turn.role == "user":
             uid = new_uuid()
-            yield _dumps(
-                {
-                    "parentUuid": parent,
-                    **common,
-                    "type": "user",
-                    "message": {"role": "user", "content": turn.content},
-                    "uuid": uid,
-                    "timestamp": _iso(turn.ms),
-                }
-            )
+            yield record(parent, "user", {"role": "user", "content": turn.content}, uid, turn.ms)
             parent = uid
         elif turn.role == "assistant":
             uid = new_uuid()
             message_id, request_id = token("msg_01", 22), token("req_011C", 18)
             words = turn.content.count(" ") + 1
-            yield _dumps(
-                {
-                    "parentUuid": parent,
-                    **common,
-                    "type": "assistant",
-                    "requestId": request_id,
-                    "message": {
-                        "id": message_id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": MODEL,
-                        "content": [{"type": "text", "text": turn.content}],
-                        "stop_reason": None if turn.calls_tool else "end_turn",
-                        "stop_sequence": None,
-                        "usage": {
-                            "input_tokens": 4 + ids.randrange(40),
-                            "cache_creation_input_tokens": ids.randrange(4000),
-                            "cache_read_input_tokens": 10_000 + ids.randrange(90_000),
-                            "output_tokens": int(words * 1.4),
-                            "service_tier": "standard",
-                        },
-                    },
-                    "uuid": uid,
-                    "timestamp": _iso(turn.ms),
-                }
-            )
+            usage = {
+                "input_tokens": 4 + ids.randrange(40),
+                "cache_creation_input_tokens": ids.randrange(4000),
+                "cache_read_input_tokens": 10_000 + ids.randrange(90_000),
+                "output_tokens": int(words * 1.4),
+                "service_tier": "standard",
+            }
+            content = [{"type": "text", "text": turn.content}]
+            stop = None if turn.calls_tool else "end_turn"
+            message = answer(message_id, content, stop, usage)
+            yield record(parent, "assistant", message, uid, turn.ms, request=request_id)
             parent = uid
         else:
             # the tool_use block: a second record of the previous assistant message
             call_id = token("toolu_01", 22)
             use_uid = new_uuid()
-            yield _dumps(
-                {
-                    "parentUuid": parent,
-                    **common,
-                    "type": "assistant",
-                    "requestId": request_id,
-                    "message": {
-                        "id": message_id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": MODEL,
-                        "content": [
-                            {
-                                "type": "tool_use",
-                                "id": call_id,
-                                "name": turn.tool,
-                                "input": turn.tool_input,
-                            }
-                        ],
-                        "stop_reason": "tool_use",
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": 4, "output_tokens": 60},
-                    },
-                    "uuid": use_uid,
-                    "timestamp": _iso(turn.ms - 40),
-                }
-            )
+            call = {"type": "tool_use", "id": call_id, "name": turn.tool, "input": turn.tool_input}
+            usage = {"input_tokens": 4, "output_tokens": 60}
+            message = answer(message_id, [call], "tool_use", usage)
+            yield record(parent, "assistant", message, use_uid, turn.ms - 40, request=request_id)
             uid = new_uuid()
-            yield _dumps(
-                {
-                    "parentUuid": use_uid,
-                    **common,
-                    "type": "user",
-                    "message": {
-                        "role": "user",
-                        "content": [
-                            {"tool_use_id": call_id, "type": "tool_result", "content": turn.content}
-                        ],
-                    },
-                    "uuid": uid,
-                    "timestamp": _iso(turn.ms),
-                    "toolUseResult": {
-                        "stdout": turn.content,
-                        "stderr": "",
-                        "interrupted": False,
-                        "isImage": False,
-                    },
-                }
-            )
+            block = {"tool_use_id": call_id, "type": "tool_result", "content": turn.content}
+            result = {"stdout": turn.content, "stderr": "", "interrupted": False, "isImage": False}
+            message = {"role": "user", "content": [block]}
+            yield record(use_uid, "user", message, uid, turn.ms, result=result)
             parent = uid
 
 
