@@ -455,8 +455,7 @@ def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -
         if not as_json:
             click.echo(outcome.message)
     derived = derive.update(store, session)
-    events_found, _, _ = store.read_events(session)
-    items = critical_items(derived.state, events_found)
+    items = critical_items(derived.state, derived.events)
     if as_json:
         _emit_json(items)
         return
@@ -479,8 +478,7 @@ def health(ctx: click.Context, session: str, as_json: bool) -> None:
 
     store = _store(ctx)
     derived = derive.update(store, session)
-    events_found, _, _ = store.read_events(session)
-    report = assess(derived.state, derived.tiers, events_found, store.config)
+    report = assess(derived.state, derived.tiers, derived.events, store.config)
     if as_json:
         _emit_json(report.as_dict())
         return
@@ -549,8 +547,7 @@ def summary(ctx: click.Context, session: str, as_json: bool) -> None:
 
     store = _store(ctx)
     derived = derive.update(store, session)
-    events_found, _, _ = store.read_events(session)
-    sections = build(derived.state, derived.tiers, events_found)
+    sections = build(derived.state, derived.tiers, derived.events)
     if as_json:
         _emit_json(sections)
         return

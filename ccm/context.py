@@ -269,11 +269,12 @@ def _assemble(
     kind, reason = classify(query)
     shares = SHARES[kind]
     budget = _Budget(total)
-    events, _, _ = store.read_events(session)
+    events = derived.events
 
     critical = Block("critical", "Critical (always honour)")
-    critical.lines = [f"- {c['text']}" for c in critical_items(derived.state, events)]
-    critical.items = [c["id"] for c in critical_items(derived.state, events)]
+    items = critical_items(derived.state, events)
+    critical.lines = [f"- {c['text']}" for c in items]
+    critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")
     state.lines = _state_lines(tiers.working)
     for block in (critical, state):
@@ -300,7 +301,6 @@ def _assemble(
     tail_first = tail_turns[0]["turn"] if tail_turns else None
 
     efforts = Block("efforts", "Active efforts")
-    carry = 0
     allowance = min(budget.left, int(total * shares["efforts"]))
     effort_lines = _effort_lines(tiers, index, session, tail_first)
     used = _fill(efforts, effort_lines, allowance)
@@ -372,8 +372,8 @@ def _effort_lines(
 
 
 def _recall_lines(hits: list[Hit]) -> list[tuple[str, Any]]:
-    """Best first, whole units; exchanges before segment summaries when equally good."""
-    return [(hit.text, hit.as_dict() | {"text": None}) for hit in hits]
+    """Each unit's text, with what identifies it and why it was chosen (best first)."""
+    return [(hit.text, {k: v for k, v in hit.as_dict().items() if k != "text"}) for hit in hits]
 
 
 def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ class Derived:
     written: list[str]
     tiers: Tiers
     state: State
+    events: list[dict[str, Any]]  # the session's events, as read for this update
 
 
 CACHE_FORMAT = f"marshal-{sys.version_info[0]}.{sys.version_info[1]}"
@@ -157,7 +158,7 @@ class Engine:
         written = _write(store, session, tiers, full_check=rebuilt)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)
-        return Derived(session, len(turns), rebuilt, written, tiers, self.state)
+        return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
 
 
 def update(store: Store, session: str, rebuild: bool = False) -> Derived:

@@ -114,8 +114,7 @@ def compact(store: Store, session: str, strategy: str, dry_run: bool = False) ->
     from ccm.engine import health
 
     derived = derive.update(store, session)
-    events, _, _ = store.read_events(session)
-    plan = health.plan_compaction(derived.state, derived.tiers, events, strategy)
+    plan = health.plan_compaction(derived.state, derived.tiers, derived.events, strategy)
     if dry_run:
         return plan
     note = f"compacted ({strategy})"
