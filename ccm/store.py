@@ -700,8 +700,11 @@ class Store:
             and cached.get("method") == method
             and cached.get("offset", 0) <= st.st_size
         ):
-            stats = SessionStats(**cached["stats"])
-            cursor = Cursor(cached["offset"], cached["line"])
+            try:
+                stats = SessionStats(**cached["stats"])
+                cursor = Cursor(int(cached["offset"]), int(cached["line"]))
+            except (KeyError, TypeError, ValueError):  # a damaged cache is only recounted
+                stats, cursor = SessionStats(session_id), Cursor()
             if cursor.offset == st.st_size:
                 return stats
         for line in self.scan_turns(session_id, cursor):

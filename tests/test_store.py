@@ -376,3 +376,15 @@ def test_wheel_ships_the_schemas(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in schemas.NAMES:
         assert f"ccm/schemas/{name}.schema.json" in names
+
+
+def test_a_damaged_stats_cache_is_recounted_not_fatal(ccm_home: Path) -> None:
+    s = Store()
+    with s.lock_raw("chat") as raw:
+        raw.append([entry(1, "one two three"), entry(2, "four")])
+    good = s.session_stats("chat")
+    cache = s.cache / "stats" / "chat.json"
+    damaged = json.loads(cache.read_text())
+    damaged["stats"] = {"session": "chat", "bogus": 1}
+    cache.write_text(json.dumps(damaged))
+    assert s.session_stats("chat") == good
