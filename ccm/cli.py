@@ -613,11 +613,20 @@ def context(
     show_default=True,
     help="At most this many hits.",
 )
+@click.option("--since", metavar="DATE", help="Only what was said from DATE (YYYY-MM-DD or ISO).")
+@click.option("--until", metavar="DATE", help="Only what was said up to DATE (a whole day).")
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
 def recall(
-    ctx: click.Context, query: str, session: str | None, budget: int, limit: int, as_json: bool
+    ctx: click.Context,
+    query: str,
+    session: str | None,
+    budget: int,
+    limit: int,
+    since: str | None,
+    until: str | None,
+    as_json: bool,
 ) -> None:
     """Search every session's memory (BM25 over exchanges, segments and notes)."""
     from ccm import derive
@@ -631,7 +640,13 @@ def recall(
         for name in chosen:
             if store.raw_path(name).exists():
                 index.update(name, derive.update(store, name).tiers.manifest)
-        hits = index.search(query, session=session, limit=limit * 3)
+        hits = index.search(
+            query,
+            session=session,
+            limit=limit * 3,
+            since=_day_bound(since, "--since", end=False),
+            until=_day_bound(until, "--until", end=True),
+        )
     kept: list[Any] = []
     used = 0
     for hit in hits:
@@ -710,6 +725,24 @@ def bench_locomo(
             f"{row['tokens_mean']:>6.0f}  {row['latency_ms_p50']:>6.1f}  {row['latency_ms_p95']:>6.1f}"
         )
     click.echo("recall: categories 1-4; category 5 (adversarial) is shown apart")
+
+
+def _day_bound(text: str | None, option: str, end: bool) -> str | None:
+    """A date or time as the ISO prefix the index compares with; a bare date covers
+    its whole day."""
+    if text is None:
+        return None
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"{text!r} is not a date such as 2026-03-02", param_hint=option
+        ) from exc
+    if len(text) == 10 and end:
+        return text + "T23:59:59.999Z"
+    return text
 
 
 def _short_ts(ts: str | None) -> str:

@@ -377,7 +377,8 @@ class Index:
         explain: bool = True,
     ) -> list[Hit]:
         """Units matching any word of `query`, best first (BM25); with `explain`, each
-        hit lists the query words it contains.
+        hit lists the query words it contains. `since` and `until` (ISO prefixes) keep
+        only units said in that time.
 
         Session and kind are filtered inside FTS5 (through the ``tag`` column), so the
         ranking touches only matching rows of the wanted kinds and sessions and stops at
@@ -409,7 +410,9 @@ class Index:
             if row is None:
                 continue
             ts, first = row[6], row[4]
-            if (since and ts and ts < since) or (until and ts and ts > until):
+            if (since or until) and ts is None:
+                continue  # a unit without a time (a segment summary) cannot be placed
+            if (since and ts < since) or (until and ts > until):
                 continue
             if exclude_after is not None and first is not None and first >= exclude_after:
                 continue

@@ -306,3 +306,16 @@ def test_bench_on_a_synthetic_locomo_file(tmp_path: Path) -> None:
     assert rows[("ccm", 300)]["tokens_mean"] <= 300
     out = CliRunner().invoke(main, ["bench", "locomo", str(path), "--budget", "300", "--json"])
     assert out.exit_code == 0 and json.loads(out.stdout)["results"][0]["method"] == "ccm"
+
+
+def test_recall_filters_by_time(root: Path) -> None:
+    # ledger-sync is from 2 March 2026, deploy-checklist from 4 March
+    def sessions(*args: str) -> set[str]:
+        result = ccm(root, "recall", "ledger", "--json", *args)
+        assert result.exit_code == 0, result.output
+        return {hit["session"] for hit in json.loads(result.stdout)["hits"]}
+
+    assert sessions() >= {"ledger-sync", "deploy-checklist"}
+    assert sessions("--since", "2026-03-04") == {"deploy-checklist"}
+    assert sessions("--until", "2026-03-02") == {"ledger-sync"}
+    assert ccm(root, "recall", "ledger", "--since", "March").exit_code == 2
