@@ -523,9 +523,6 @@ class Store:
             if entry.is_dir() and _SESSION_ID.fullmatch(entry.name)
         )
 
-    def has_session(self, session_id: str) -> bool:
-        return self.session_dir(session_id).is_dir()
-
     def require_session(self, session_id: str) -> Path:
         folder = self.session_dir(session_id)
         if not folder.is_dir():

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -23,6 +22,7 @@ from typing import Any
 
 from ccm import schemas
 from ccm.errors import CCMError, FormatError, UsageError
+from ccm.ingest.jsonl import default_session
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import BadLine, LockedLog, Store, check_session_id, slug_session_id, utc_now
 
@@ -446,8 +446,7 @@ def ingest(
                 report.sessions[result.session] = result
         report.skipped.update(parsed.skipped)
         if parsed.rejected:
-            fallback = session or slug_session_id(os.path.basename(item.name).rsplit(".", 1)[0])
-            _quarantine(store, parsed.rejected, fallback if item.name != "-" else "stdin")
+            _quarantine(store, parsed.rejected, session or default_session(item.name, "stdin"))
             report.rejected.extend(parsed.rejected)
         if progress is not None:
             progress(item.size or len(data))
