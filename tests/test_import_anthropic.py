@@ -319,26 +319,6 @@ PAYLOADS = st.fixed_dictionaries(
 )
 
 
-def parses_or_format_error(data: bytes, options: ParseOptions = OPTIONS) -> None:
-    try:
-        result = parse(data, "fuzz.json", options)
-    except FormatError:
-        return
-    assert isinstance(result, Parsed)
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.binary())
-def test_any_bytes_parse_or_raise_format_error(data: bytes) -> None:
-    parses_or_format_error(data)
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(JSON_VALUES)
-def test_any_json_parses_or_raises_format_error(value: Any) -> None:
-    parses_or_format_error(json.dumps(value).encode())
-
-
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(PAYLOADS | st.lists(PAYLOADS, min_size=1, max_size=3), st.booleans())
 def test_payload_shaped_json_never_raises(value: Any, thinking: bool) -> None:

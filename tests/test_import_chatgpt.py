@@ -518,26 +518,6 @@ CONVERSATIONS = st.fixed_dictionaries(
 )
 
 
-def parses_or_format_error(data: bytes, options: ParseOptions = OPTIONS) -> None:
-    try:
-        result = parse(data, "fuzz.json", options)
-    except FormatError:
-        return
-    assert isinstance(result, Parsed)
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.binary())
-def test_any_bytes_parse_or_raise_format_error(data: bytes) -> None:
-    parses_or_format_error(data)
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(JSON_VALUES)
-def test_any_json_parses_or_raises_format_error(value: Any) -> None:
-    parses_or_format_error(json.dumps(value).encode())
-
-
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(CONVERSATIONS, max_size=3), st.booleans())
 def test_conversation_shaped_json_never_raises(value: list[Any], thinking: bool) -> None:
