@@ -228,7 +228,6 @@ def detect(
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(text)
     parts = [s.lower() for s in originals]
-    whole_failure = _has_failure(lower)
     for index, sentence in enumerate(parts):
         if not any(hit in sentence for hit in hits):
             continue
@@ -257,7 +256,7 @@ def detect(
             return Conclusion(_clip(body), turn, kind, confidence, reason)
     if confirming and previous is not None:
         match = CONFIRMATION.search(parts[0] if parts else "")
-        if match and not whole_failure and not text.rstrip().endswith("?"):
+        if match and not text.rstrip().endswith("?") and not _has_failure(lower):
             if PAUSE.search(lower):
                 return None
             confidence = CONFIDENCE["confirmation"]

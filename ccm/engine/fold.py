@@ -148,7 +148,8 @@ def _idf(state: State, term: str) -> float:
 
 
 def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
-    weights = {t: c * _idf(state, t) for t, c in counts.items()}
+    df, log, top = state["df"].get, math.log, 1 + state["docs"]
+    weights = {t: c * (log(top / (1 + df(t, 0))) + 1.0) for t, c in counts.items()}
     return top_terms(weights, limit)
 
 

