@@ -30,8 +30,10 @@ def reference_paths(source: str) -> list[str]:
 
 
 PIECES = st.sampled_from(
-    list("ab/.-_ :!?\"'()=*\n\t\u00a0\u00e91")
-    + ["src/", ".py", "x.json", "http://", "/usr/lib/a.so", "README.md", "a-.py", "docs/"]
+    [
+        *"ab/.-_ :!?\"'()=*\n\t\u00a0\u00e91",
+        *["src/", ".py", "x.json", "http://", "/usr/lib/a.so", "README.md", "a-.py", "docs/"],
+    ]
 )
 
 
