@@ -18,7 +18,7 @@ from typing import Any
 
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
-from ccm.engine.render import Tiers, render
+from ccm.engine.render import RenderCache, Tiers, render
 from ccm.store import Cursor, Store, atomic_write, atomic_write_many
 
 log = logging.getLogger(__name__)
@@ -111,9 +111,11 @@ class Engine:
         self.cursor = Cursor()
         self.key = ""
         self.inode: int | None = None
+        self.render_cache = RenderCache()
 
     def _fresh_start(self, params: Params, rebuild: bool) -> bool:
         """Load the cache (or start empty); True when the state is built from scratch."""
+        self.render_cache = RenderCache()
         state, cursor = (None, None) if rebuild else _load_cache(self.store, self.session, params)
         if state is None or cursor is None:
             self.state, self.cursor = new_state(self.session), Cursor()
@@ -154,7 +156,7 @@ class Engine:
         events, bad_events, _ = store.read_events(session)
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
-        tiers = render(self.state, events, config)
+        tiers = render(self.state, events, config, self.render_cache)
         written = _write(store, session, tiers, full_check=rebuilt)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)

@@ -50,6 +50,43 @@ def dumps(data: Any) -> str:
     return "".join(out)
 
 
+class Frozen(dict):  # type: ignore[type-arg]
+    """A mapping that never changes once built, so its YAML is worked out once.
+
+    The engine keeps the manifest entries of closed segments as `Frozen` between
+    updates: writing a manifest of thousands of segments then costs the changed ones
+    only. Changing one raises TypeError (a stale YAML text would be a silent bug); a
+    copy (``dict(entry)``, pickle, deepcopy) is a plain dict.
+    """
+
+    __slots__ = ("_yaml",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._yaml: dict[int, str] = {}
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a Frozen mapping cannot be changed; copy it with dict(...)")
+
+    __setitem__ = __delitem__ = __ior__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+    def yaml(self, indent: int) -> str:
+        """The block YAML of this mapping, its first line at the current position."""
+        text = self._yaml.get(indent)
+        if text is None:
+            part: list[str] = []
+            _emit(self, indent, part)
+            text = self._yaml[indent] = "".join(part)
+        return text
+
+
+_Dumper.add_representer(Frozen, _Dumper.represent_dict)
+
+
 def dumps_pyyaml(data: Any) -> str:
     text: str = yaml.dump(
         data,
@@ -157,7 +194,9 @@ def _emit(data: Any, indent: int, out: list[str]) -> None:
                 out.append(pad)
             first = False
             out.append("- ")
-            if isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
+            if type(item) is Frozen:
+                out.append(item.yaml(indent + 2))
+            elif isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
                 out.append(_memo(item, indent + 2))
             elif isinstance(item, dict | list | tuple) and item:
                 _emit(item, indent + 2, out)
@@ -203,7 +242,7 @@ def _value(value: Any, indent: int, out: list[str]) -> None:
     elif isinstance(value, list | tuple) and value:
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
             out.append(" [" + ", ".join(_scalar(v) for v in value) + "]\n")
-        elif len(value) >= _MEMO_MIN_ITEMS:
+        elif len(value) >= _MEMO_MIN_ITEMS and type(value[0]) is not Frozen:
             out.append("\n" + " " * indent)
             out.append(_memo(value, indent))
         else:

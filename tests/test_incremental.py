@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -109,3 +110,84 @@ def test_state_survives_a_json_round_trip_between_chunks(
     whole = fold(new_state("s"), entries, params)
     part = json.loads(json.dumps(fold(new_state("s"), entries[:cut], params)))
     assert fold(part, entries[cut:], params) == json.loads(json.dumps(whole))
+
+
+EVENTS = [
+    {"kind": "pin", "args": {"targets": ["seg_1"]}},
+    {"kind": "unpin", "args": {"targets": ["seg_1"]}},
+    {"kind": "archive", "args": {"targets": ["seg_2"]}},
+    {"kind": "compress", "args": {"targets": ["seg_1"], "text": "trimmed"}},
+    {"kind": "expand", "args": {"targets": ["seg_1", "seg_2"]}},
+    {"kind": "update", "args": {"targets": ["seg_2"], "text": "revised summary"}},
+    {"kind": "focus", "args": {"targets": ["seg_3"]}},
+    {"kind": "critical", "args": {"text": "Never force-push to main."}},
+    {"kind": "undo", "args": {}},
+]
+
+
+def _live_equals_rebuild(
+    base: Path, turns: list[dict[str, str]], bounds: list[int], picks: list[int], fast: bool = True
+) -> None:
+    (base / "root").mkdir()
+    if fast:
+        (base / "root" / "config.yaml").write_text(  # short segments, a fast lifecycle
+            "segments: {max_turns: 3, min_turns: 2}\n"
+            "lifecycle: {fresh_turns: 2, stale_turns: 6, compress_turns: 12, archive_turns: 24}\n"
+        )
+    store = Store(base / "root")
+    source = base / "chat.jsonl"
+    engine: derive.Engine | None = None
+    for step, bound in enumerate(bounds):
+        _write(source, turns[:bound])
+        ingest(store, [str(source)], derive=False)
+        if step < len(picks):
+            event = dict(EVENTS[picks[step]])
+            earlier = store.read_events("chat")[0]
+            if event["kind"] == "undo" and earlier:
+                event["reverts"] = earlier[-1]["id"]
+            if event["kind"] != "undo" or earlier:
+                store.append_events("chat", [{"who": "user", **event}])
+        engine = engine or derive.Engine(store, "chat")
+        live = derive.tiers_yaml(engine.update(save=False).tiers)
+        fresh = derive.tiers_yaml(derive.Engine(store, "chat").update(rebuild=True).tiers)
+        assert live == fresh
+
+
+@SETTINGS
+@given(
+    turns=sessions(),
+    cuts=st.lists(st.integers(1, 59), max_size=6),
+    picks=st.lists(st.integers(0, len(EVENTS) - 1), max_size=6),
+)
+def test_a_long_lived_engine_renders_what_a_rebuild_renders(
+    tmp_path_factory, turns: list[dict[str, str]], cuts: list[int], picks: list[int]
+) -> None:
+    """The daemon's path: one Engine kept in memory, reusing the manifest entries of
+    closed segments between updates, while turns and events arrive."""
+    bounds = sorted({c for c in cuts if c < len(turns)} | {len(turns)})
+    _live_equals_rebuild(tmp_path_factory.mktemp("live"), turns, bounds, picks)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-lifecycle", "default-config"])
+def test_a_long_lived_engine_follows_every_event_kind(tmp_path: Path, fast: bool) -> None:
+    """Every event kind, each arriving after closed segments exist, with a reversed
+    decision (a superseded critical item inside a closed segment) along the way."""
+    turns = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": line["content"], "ts": "0"}
+        for n, line in enumerate(LINES * 2)
+    ]
+    turns[30:30] = [
+        {"role": "user", "content": "Decision: we keep the CLI in click.", "ts": "0"},
+        {"role": "assistant", "content": "Noted.", "ts": "0"},
+    ]
+    turns[80:80] = [
+        {"role": "user", "content": "Actually, let's use typer instead of click.", "ts": "0"},
+        {"role": "assistant", "content": "Switching the CLI to typer.", "ts": "0"},
+    ]
+    clock = 1_767_000_000
+    for n, turn in enumerate(turns):
+        clock += 3 * 3600 if n in (34, 60) else 60  # pauses close the segments before them
+        turn["ts"] = str(clock)
+    bounds = [*range(20, len(turns), 7), len(turns)]
+    picks = [n % len(EVENTS) for n in range(len(bounds))]
+    _live_equals_rebuild(tmp_path, turns, bounds, picks, fast)

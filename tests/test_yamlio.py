@@ -83,3 +83,33 @@ def test_same_data_as_pyyaml_on_a_manifest_shape() -> None:
     }
     assert yaml.safe_load(dumps(manifest)) == yaml.safe_load(dumps_pyyaml(manifest)) == manifest
     assert "raw_lines: [1, 8]" in dumps(manifest)
+
+
+def test_frozen_mappings_render_like_dicts_and_refuse_changes() -> None:
+    import copy
+    import pickle
+
+    import pytest
+
+    from ccm.yamlio import Frozen
+
+    entry = {"id": "seg_1", "raw_lines": [1, 4], "topic": ["cents"], "conclusion": None}
+    frozen = Frozen(entry)
+    doc = {"segments": [frozen, Frozen(entry)], "plain": [dict(entry)]}
+    assert dumps(doc) == dumps({"segments": [entry, entry], "plain": [entry]})
+    assert dumps(doc) == dumps(doc)  # the second time from the remembered text
+    plain = {"segments": [dict(entry), dict(entry)], "plain": [dict(entry)]}
+    assert yaml.safe_load(dumps_pyyaml(doc)) == yaml.safe_load(dumps(doc)) == plain
+    for change in (
+        lambda: frozen.__setitem__("id", "x"),
+        lambda: frozen.update(id="x"),
+        lambda: frozen.pop("id"),
+        lambda: frozen.setdefault("new", 1),
+        lambda: frozen.__delitem__("id"),
+        frozen.clear,
+    ):
+        with pytest.raises(TypeError):
+            change()
+    assert frozen == entry
+    assert type(pickle.loads(pickle.dumps(frozen))) is dict
+    assert type(copy.deepcopy(frozen)) is dict and copy.deepcopy(frozen) == entry

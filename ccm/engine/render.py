@@ -24,6 +24,7 @@ from ccm.engine.critical import forbidden_terms
 from ccm.engine.fold import State, match_effort, segment_record
 from ccm.engine.text import cosine, terms, top_terms
 from ccm.tokens import count_tokens
+from ccm.yamlio import Frozen
 
 # relevance weights (whitepaper section 4.2), they sum to 1
 WEIGHTS = {"mention": 0.35, "similarity": 0.25, "recency": 0.2, "flag": 0.15, "proximity": 0.05}
@@ -137,7 +138,7 @@ def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str,
 
 def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
     """Closed segments plus the open one, rendered provisionally."""
-    segments = [dict(s) for s in state["segments"]]
+    segments = list(state["segments"])  # read only: closed segments are never copied
     current = state["current"]
     if current is not None and current["open"]:
         record, counts = segment_record(state, current, params_summary_tokens)
@@ -242,6 +243,8 @@ def _keywords(effort: dict[str, Any], by_segment: dict[str, dict[str, Any]]) -> 
     for sid in reversed(effort["segments"]):
         for word in by_segment[sid]["topic"]:
             words.setdefault(word, None)
+        if len(words) >= 8:
+            break
     return list(words)[:8]
 
 
@@ -249,7 +252,25 @@ def _span(segment: dict[str, Any]) -> list[int]:
     return [segment["first"], segment["last"]]
 
 
-def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
+class RenderCache:
+    """Manifest entries of closed segments, kept between renders of one session.
+
+    A closed segment's record never changes, except for what `_entry_key` covers
+    (lifecycle, marks, critical items, a superseded conclusion); an entry whose key is
+    unchanged is reused with its YAML, so an update renders the changed segments only.
+    Reset it whenever the state is rebuilt.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[tuple[Any, ...], Frozen]] = {}
+
+
+def render(
+    state: State,
+    events: list[dict[str, Any]],
+    config: Config,
+    cache: RenderCache | None = None,
+) -> Tiers:
     session = state["session"]
     live = active_events(events)
     marks = _marks(live)
@@ -285,17 +306,33 @@ def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
     critical = critical_items(state, events)
     placed = sorted((c["turn"], index) for index, c in enumerate(critical) if c["turn"] is not None)
     turns_of = [turn for turn, _ in placed]
-    manifest_segments = []
+    manifest_segments: list[dict[str, Any]] = []
     for segment in segments:
+        sid = segment["id"]
         conclusion = segment["conclusion"]
         low = bisect.bisect_left(turns_of, segment["first"])
         high = bisect.bisect_right(turns_of, segment["last"])
         crit = [critical[index]["text"] for _, index in placed[low:high]]
+        lifecycle = _lifecycle(segment, last_turn, active_ids, marks, config)
+        key: tuple[Any, ...] = ()
+        if cache is not None and not segment.get("current"):
+            key = (
+                lifecycle,
+                sid in marks.pinned,
+                marks.updated.get(sid),
+                marks.compressed.get(sid),
+                tuple(crit),
+                conclusion and conclusion.get("superseded_by"),
+            )
+            hit = cache.entries.get(sid)
+            if hit is not None and hit[0] == key:
+                manifest_segments.append(hit[1])
+                continue
         item: dict[str, Any] = {
-            "id": segment["id"],
+            "id": sid,
             "raw_lines": [segment["first"], segment["last"]],
             "topic": segment["topic"],
-            "summary": marks.updated.get(segment["id"]) or segment["summary"],
+            "summary": marks.updated.get(sid) or segment["summary"],
             "status": segment["status"],
             "conclusion": None
             if conclusion is None
@@ -309,15 +346,18 @@ def render(state: State, events: list[dict[str, Any]], config: Config) -> Tiers:
             },
             "tokens": segment["tokens"],
             "critical": crit,
-            "lifecycle": _lifecycle(segment, last_turn, active_ids, marks, config),
-            "pinned": segment["id"] in marks.pinned,
+            "lifecycle": lifecycle,
+            "pinned": sid in marks.pinned,
             "effort": segment["effort"],
             "cue": segment["cue"],
             "artifacts": [],
         }
-        if segment["id"] in marks.compressed and marks.compressed[segment["id"]]:
-            item["compressed_note"] = marks.compressed[segment["id"]]
-        manifest_segments.append(item)
+        if marks.compressed.get(sid):
+            item["compressed_note"] = marks.compressed[sid]
+        entry = Frozen(item)
+        if key:
+            cache.entries[sid] = (key, entry)  # type: ignore[union-attr]
+        manifest_segments.append(entry)
 
     manifest = {
         "session": session,

@@ -67,7 +67,8 @@ def derive(
     recent = state["recent"]
     current = segments[-1] if segments else None
     effort = next((e for e in efforts if current and e["id"] == current["effort"]), None)
-    in_effort = [s for s in segments if effort and s["id"] in effort["segments"]]
+    by_id = {s["id"]: s for s in segments} if effort else {}
+    in_effort = [by_id[sid] for sid in effort["segments"] if sid in by_id] if effort else []
 
     current_task = None
     open_turns = state["current"]["open"] if state["current"] else []
