@@ -140,7 +140,7 @@ def _live_equals_rebuild(
     for step, bound in enumerate(bounds):
         _write(source, turns[:bound])
         ingest(store, [str(source)], derive=False)
-        if step < len(picks):
+        if step < len(picks) and picks[step] >= 0:  # -1: no event at this step
             event = dict(EVENTS[picks[step]])
             earlier = store.read_events("chat")[0]
             if event["kind"] == "undo" and earlier:
@@ -188,6 +188,32 @@ def test_a_long_lived_engine_follows_every_event_kind(tmp_path: Path, fast: bool
     for n, turn in enumerate(turns):
         clock += 3 * 3600 if n in (34, 60) else 60  # pauses close the segments before them
         turn["ts"] = str(clock)
-    bounds = [*range(20, len(turns), 7), len(turns)]
-    picks = [n % len(EVENTS) for n in range(len(bounds))]
+    bounds = [*range(20, len(turns), 2), len(turns)]
+    picks = [n // 3 % len(EVENTS) if n % 3 == 0 else -1 for n in range(len(bounds))]
     _live_equals_rebuild(tmp_path, turns, bounds, picks, fast)
+
+
+def test_render_cache_sees_a_superseded_critical_item(tmp_path: Path) -> None:
+    """A critical item superseded inside a closed segment whose own conclusion stays
+    (the fold bumps ``critical_rev``): the cached manifest entry is not reused."""
+    from ccm.engine.render import RenderCache, render
+
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(LINES)])
+    ingest(store, [str(source)], derive=False)
+    state = derive.update(store, "chat").state
+    cache = RenderCache()
+    config = store.config
+    before = render(state, [], config, cache)
+    target = next(
+        item
+        for item in state["critical"]
+        if any(item["text"] in s["critical"] for s in before.manifest["segments"][:-1])
+    )
+    assert render(state, [], config, cache).manifest == before.manifest  # reused as is
+    target["superseded_by"] = state["last_turn"]
+    state["critical_rev"] += 1
+    after = render(state, [], config, cache)
+    assert after.manifest == render(state, [], config).manifest
+    assert after.manifest != before.manifest

@@ -7,7 +7,9 @@ keywords and effort are computed once, when it closes. The state is plain JSON
 (dicts, lists, strings, numbers), so it can be cached under ``.ccm/`` and resumed:
 folding turns 1..n in any number of chunks, with a JSON round trip between chunks,
 gives exactly the state of folding them at once. Rendering the derived files from a
-state (`ccm.engine.render`) is a separate, cheap step.
+state (`ccm.engine.render`) is a separate, cheap step. A closed segment changes only
+when a later turn refers to it (``referenced``) or reverses its conclusion; both bump
+its ``rev``, so a long-lived renderer can tell which segments to look at again.
 
 Segment boundaries (a new segment starts at a user turn):
 
@@ -34,7 +36,7 @@ from ccm.config import Config
 from ccm.engine import conclusions, critical
 from ccm.engine.text import cosine, paths, sentences, term_of, terms, top_terms, words
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -115,6 +117,7 @@ def new_state(session: str) -> State:
         "effort_index": {},
         "segment_index": {},
         "gaps": {"n": 0, "mean": 0.0, "m2": 0.0},
+        "critical_rev": 0,  # bumped when a critical item is superseded
     }
 
 
@@ -404,6 +407,7 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
     for item in state["critical"]:
         if item["kind"] == "decision" and item["turn"] == earlier["turn"]:
             item["superseded_by"] = turn
+            state["critical_rev"] += 1
     current = state["current"]
     holders = [current["open"]] if current else []
     for entry_list in holders:
@@ -414,6 +418,7 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
         found = segment["conclusion"]
         if found is not None and found["turn"] == earlier["turn"]:
             found["superseded_by"] = turn
+            segment["rev"] = segment.get("rev", 0) + 1
             break
         if segment["last"] < earlier["turn"]:
             break
@@ -596,6 +601,7 @@ def _mark_references(state: State, unique: set[str], number: int) -> None:
         segment = segments[segment_index]
         if shared >= 3 and segment["last"] < number - 2:
             segment["referenced"] = number
+            segment["rev"] = segment.get("rev", 0) + 1
 
 
 def fold(state: State, turns: list[dict[str, Any]], params: Params) -> State:

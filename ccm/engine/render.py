@@ -263,6 +263,28 @@ class RenderCache:
 
     def __init__(self) -> None:
         self.entries: dict[str, tuple[tuple[Any, ...], Frozen]] = {}
+        # what every closed segment's entry depends on beyond the segment itself
+        self.signature: tuple[Any, ...] | None = None
+        # per closed segment, by index: (its rev, the turn its lifecycle may change, entry)
+        self.closed: list[tuple[int, int, Frozen]] = []
+
+
+_NEVER = 1 << 62
+
+
+def _lifecycle_expiry(segment: dict[str, Any], last_turn: int, config: Config) -> int:
+    """The first later turn at which a closed segment's lifecycle may change, with
+    marks and active efforts unchanged (early is safe: the entry is only rebuilt)."""
+    last = segment["last"]
+    points = [
+        last + int(config.get("lifecycle", "fresh_turns")),
+        last + int(config.get("lifecycle", "stale_turns")) + 1,
+        last + int(config.get("lifecycle", "compress_turns")) + 1,
+        last + int(config.get("lifecycle", "archive_turns")) + 1,
+    ]
+    if segment.get("referenced"):
+        points.append(segment["referenced"] + int(config.get("lifecycle", "stale_turns")) + 1)
+    return min((p for p in points if p > last_turn), default=_NEVER)
 
 
 def render(
@@ -306,8 +328,23 @@ def render(
     critical = critical_items(state, events)
     placed = sorted((c["turn"], index) for index, c in enumerate(critical) if c["turn"] is not None)
     turns_of = [turn for turn, _ in placed]
+    closed_count = len(state["segments"])
+    signature = (
+        len(events),
+        events[-1]["id"] if events else "",
+        tuple(sorted(active_ids)),
+        capacity,
+        tuple(sorted(config.values.get("lifecycle", {}).items())),
+        state.get("critical_rev", 0),
+    )
+    quick = cache is not None and cache.signature == signature
     manifest_segments: list[dict[str, Any]] = []
-    for segment in segments:
+    for index, segment in enumerate(segments):
+        if quick and index < len(cache.closed) and index < closed_count:  # type: ignore[union-attr]
+            rev, expiry, known = cache.closed[index]  # type: ignore[union-attr]
+            if rev == segment.get("rev", 0) and last_turn < expiry:
+                manifest_segments.append(known)
+                continue
         sid = segment["id"]
         conclusion = segment["conclusion"]
         low = bisect.bisect_left(turns_of, segment["first"])
@@ -358,6 +395,15 @@ def render(
         if key:
             cache.entries[sid] = (key, entry)  # type: ignore[union-attr]
         manifest_segments.append(entry)
+        if cache is not None and index < closed_count:
+            record = (segment.get("rev", 0), _lifecycle_expiry(segment, last_turn, config), entry)
+            if index < len(cache.closed):
+                cache.closed[index] = record
+            else:
+                cache.closed.append(record)
+    if cache is not None:
+        del cache.closed[closed_count:]
+        cache.signature = signature
 
     manifest = {
         "session": session,
