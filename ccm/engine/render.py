@@ -108,9 +108,32 @@ def _marks(events: list[dict[str, Any]]) -> _Marks:
     return marks
 
 
-def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def critical_items(
+    state: State, events: list[dict[str, Any]], cache: RenderCache | None = None
+) -> list[dict[str, Any]]:
     """Every live critical item: detected ones not superseded, then explicit marks."""
-    items = [
+    key = (len(state["critical"]), state.get("critical_rev", 0))
+    if cache is not None and cache.critical[0] == key:
+        items = list(cache.critical[1])
+    else:
+        items = _detected_critical(state)
+        if cache is not None:
+            cache.critical = (key, list(items))
+    for mark in _marks(active_events(events)).critical:
+        items.append(
+            {
+                **mark,
+                "turn": None,
+                "source": "event",
+                "tokens": count_tokens(mark["text"]),
+                "forbid": forbidden_terms(mark["text"]),
+            }
+        )
+    return items
+
+
+def _detected_critical(state: State) -> list[dict[str, Any]]:
+    return [
         {
             "id": c["id"],
             "text": c["text"],
@@ -123,17 +146,6 @@ def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str,
         for c in state["critical"]
         if not c.get("superseded_by")
     ]
-    for mark in _marks(active_events(events)).critical:
-        items.append(
-            {
-                **mark,
-                "turn": None,
-                "source": "event",
-                "tokens": count_tokens(mark["text"]),
-                "forbid": forbidden_terms(mark["text"]),
-            }
-        )
-    return items
 
 
 def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
@@ -191,10 +203,11 @@ def _relevance(
         if (
             effort["id"] in marks.focused
             or effort["id"] in marks.pinned
-            or any(s in marks.pinned or s in marks.focused for s in effort["segments"])
+            or not marks.pinned.isdisjoint(effort["segments"])
+            or not marks.focused.isdisjoint(effort["segments"])
         )
         else 0.0,
-        "proximity": 1.0 if near & set(effort["segments"]) else 0.0,
+        "proximity": 0.0 if near.isdisjoint(effort["segments"]) else 1.0,
     }
     score = sum(WEIGHTS[name] * value for name, value in signals.items())
     score += 0.05 * marks.importance.get(effort["id"], 0.0)
@@ -267,6 +280,8 @@ class RenderCache:
         self.signature: tuple[Any, ...] | None = None
         # per closed segment, by index: (its rev, the turn its lifecycle may change, entry)
         self.closed: list[tuple[int, int, Frozen]] = []
+        # the detected critical items, by (count, critical_rev)
+        self.critical: tuple[tuple[int, int] | None, list[dict[str, Any]]] = (None, [])
 
 
 _NEVER = 1 << 62
@@ -316,16 +331,14 @@ def render(
     scored = []
     for effort in open_efforts:
         score, reasons = _relevance(effort, recent_terms, latest_terms, last_turn, marks, near)
-        focused = effort["id"] in marks.focused or any(
-            s in marks.focused for s in effort["segments"]
-        )
+        focused = effort["id"] in marks.focused or not marks.focused.isdisjoint(effort["segments"])
         scored.append((focused, score, effort, reasons))
     scored.sort(key=lambda item: (not item[0], -item[1], item[2]["id"]))
     active = scored[:capacity]
     active_ids = {item[2]["id"] for item in active}
 
     by_segment = {s["id"]: s for s in segments}
-    critical = critical_items(state, events)
+    critical = critical_items(state, events, cache)
     placed = sorted((c["turn"], index) for index, c in enumerate(critical) if c["turn"] is not None)
     turns_of = [turn for turn, _ in placed]
     closed_count = len(state["segments"])
@@ -437,9 +450,7 @@ def render(
                 "effort_id": effort["id"],
                 "topic": effort["topic"],
                 "expanded": bool(
-                    index == 0
-                    or score >= 0.5
-                    or any(s in marks.expanded for s in effort["segments"])
+                    index == 0 or score >= 0.5 or not marks.expanded.isdisjoint(effort["segments"])
                 ),
                 "relevance_score": score,
                 "reasons": (["focused by user", *reasons] if focused else reasons),
