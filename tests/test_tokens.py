@@ -62,3 +62,18 @@ def test_estimate_stays_close_and_errs_high_on_prose_code_and_json(text: str) ->
 def test_counts_are_never_negative_and_empty_is_zero(text: str) -> None:
     assert tokens.estimate_tokens(text) >= 0
     assert (tokens.count_tokens(text) == 0) == (text == "")
+
+
+@given(
+    st.lists(st.sampled_from([*"abcXYZ019 .,;-_\n\u00e9\u4e2d", "supercalifragilistic"])).map(
+        "".join
+    )
+)
+def test_estimate_matches_its_definition(text: str) -> None:
+    """One token per letter run (plus one per 9 letters), digit group, punctuation run
+    and non-ASCII character: the fast form counts exactly what the definition says."""
+    expected = 0
+    for match in tokens._PIECE.finditer(text):
+        piece = match.group()
+        expected += 1 + len(piece) // 9 if piece[0].isascii() and piece[0].isalpha() else 1
+    assert tokens.estimate_tokens(text) == expected
