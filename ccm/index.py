@@ -45,12 +45,21 @@ CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
     INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
+    DELETE FROM vectors WHERE unit = old.id;
 END;
 CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE ON units BEGIN
     INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
+    DELETE FROM vectors WHERE unit = old.id;
 END;
 CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
+CREATE TABLE IF NOT EXISTS vectors(
+    unit INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vectors_by_session ON vectors(session, turn);
 CREATE TABLE IF NOT EXISTS progress(
     session TEXT PRIMARY KEY,
     inode INTEGER,
@@ -58,11 +67,15 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 6
+VERSION = 7
 TOPIC_WEIGHT = 0.8
 TOPIC_SEGMENTS = 3
 NEIGHBOUR_HITS = 5
 NEIGHBOUR_WEIGHT = 0.5
+SEMANTIC_WEIGHT = 1.0  # an exchange's embedding similarity counts as much as its BM25
+SEMANTIC_HITS = 50
+EMBED_BATCH = 256
+_DATE_PREFIX = re.compile(r"^\[[^\]]{0,40}\] ")
 TOOL_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -145,10 +158,15 @@ def pairs(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 class Index:
     """The FTS5 index of one knowledge root."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, semantic: bool | None = None) -> None:
         self.store = store
         self.path = store.cache / "index.sqlite"
         self._db: sqlite3.Connection | None = None
+        # hybrid recall (the semantic extra): from config unless the caller says
+        self.semantic = (
+            bool(store.config.get("recall", "semantic")) if semantic is None else semantic
+        )
+        self._vectors: dict[str, tuple[int, Any, Any]] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -163,8 +181,6 @@ class Index:
                 self.path.unlink()
                 db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.executescript(SCHEMA)
-            # rank by the text alone: the tag column only filters
-            db.execute("INSERT INTO units_fts(units_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)')")
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
         return self._db
@@ -213,7 +229,74 @@ class Index:
             self.drop(session)
             return 0
         with self._writing():
-            return self._update(session, st, manifest)
+            written = self._update(session, st, manifest)
+        if self.semantic:
+            self.embed(session)
+        return written
+
+    def embed(self, session: str, progress: Any = None) -> int:
+        """Compute the embedding of every turn unit of `session` that has none yet (the
+        semantic extra); returns how many. Batches are committed as they are done, so
+        an interrupted run resumes where it stopped."""
+        from ccm import semantic
+        from ccm.errors import CCMError
+
+        try:
+            encoder = semantic.encoder()
+        except semantic.Unavailable as exc:
+            raise CCMError(str(exc), "or set recall.semantic: false in config.yaml") from exc
+        missing = self.db.execute(
+            "SELECT u.id, u.first_turn, u.text FROM units u LEFT JOIN vectors v ON v.unit = u.id "
+            "WHERE u.session=? AND u.kind='turn' AND v.unit IS NULL ORDER BY u.id",
+            (session,),
+        ).fetchall()
+        for start in range(0, len(missing), EMBED_BATCH):
+            batch = missing[start : start + EMBED_BATCH]
+            vectors = encoder.encode([_DATE_PREFIX.sub("", text) for _, _, text in batch])
+            with self._writing():
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO vectors(unit, session, turn, vec) VALUES (?,?,?,?)",
+                    [
+                        (unit, session, turn, vector.astype("float16").tobytes())
+                        for (unit, turn, _), vector in zip(batch, vectors, strict=True)
+                    ],
+                )
+            if progress is not None:
+                progress(len(batch))
+        return len(missing)
+
+    def _semantic(self, query: str, session: str, exclude_after: int | None) -> dict[int, float]:
+        """The turns most similar to `query` by embedding, each with a score in [0, 1]
+        relative to the best and the `SEMANTIC_HITS`-th (top-k, not a fixed threshold)."""
+        from ccm import semantic
+
+        count = self.db.execute(
+            "SELECT count(*) FROM vectors WHERE session=?", (session,)
+        ).fetchone()[0]
+        if not count or not semantic.HAVE_NUMPY:
+            return {}
+        import numpy as np
+
+        cached = self._vectors.get(session)
+        if cached is None or cached[0] != count:
+            rows = self.db.execute(
+                "SELECT turn, vec FROM vectors WHERE session=? ORDER BY turn", (session,)
+            ).fetchall()
+            turns = np.array([row[0] for row in rows], dtype=np.int64)
+            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float16)
+            cached = (count, turns, matrix.reshape(len(rows), -1).astype(np.float32))
+            self._vectors[session] = cached
+        _, turns, matrix = cached
+        sims = matrix @ semantic.encoder().encode([query])[0]
+        if exclude_after is not None:
+            sims = np.where(turns < exclude_after, sims, -np.inf)
+        k = min(SEMANTIC_HITS, int(np.isfinite(sims).sum()))
+        if k == 0:
+            return {}
+        best = np.argpartition(-sims, k - 1)[:k]
+        top, floor = float(sims[best].max()), float(sims[best].min())
+        spread = top - floor or 1.0
+        return {int(turns[i]): max(0.0, (float(sims[i]) - floor) / spread) for i in best}
 
     def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
         inode, cursor = self._progress(session)
@@ -391,7 +474,10 @@ class Index:
         text = " OR ".join(f'"{w}"' for w in words)
         filtered = bool(since or until or exclude_after is not None)
         ranked = self.db.execute(
-            "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? ORDER BY rank LIMIT ?",
+            # rank by the text alone (the tag column only filters), set per query: a
+            # stored rank setting would be a write that breaks other open connections
+            "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? "
+            "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank LIMIT ?",
             (f"tag:({tags}) AND text:({text})", limit * 4 if filtered else limit),
         ).fetchall()
         if not ranked:
@@ -465,6 +551,17 @@ class Index:
             old = scored.get(row[0])
             if old is None or score > old[0]:
                 scored[row[0]] = (score, hit.matched, row)
+        if self.semantic:  # hybrid: an exchange's closest turn by meaning adds its share
+            closeness: dict[str, float] = {}
+            for turn, value in self._semantic(query, session, exclude_after).items():
+                row = pair_of(turn)
+                if row is None:
+                    continue
+                closeness[row[0]] = max(value, closeness.get(row[0], 0.0))
+                scored.setdefault(row[0], (TOPIC_WEIGHT * topic_score(turn), (), row))
+            for key, value in closeness.items():
+                score, matched, row = scored[key]
+                scored[key] = (score + SEMANTIC_WEIGHT * value, matched, row)
         best = sorted(scored.values(), key=lambda v: -v[0])[:NEIGHBOUR_HITS]
         for score, _, row in best:  # what was said just before and after a strong hit
             for near in (pair_of(row[1] - 1), pair_of(row[2] + 1)):

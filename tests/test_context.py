@@ -161,6 +161,26 @@ def test_the_index_follows_a_growing_session(tmp_path: Path) -> None:
     assert "8443" in hit["text"] and hit["turns"] == [1, 2]
 
 
+def test_two_open_indexes_on_one_root_keep_working(root: Path) -> None:
+    """A daemon and a CLI call each hold a connection: opening a second one (which sets
+    the index up) and writing through it must not break the first."""
+    from ccm import derive
+    from ccm.index import Index
+
+    store = Store(root)
+    first = Index(store)
+    before = first.search("systemd timer", session="deploy-checklist")
+    assert before
+    with Index(store) as second:
+        assert second.search("systemd timer", session="deploy-checklist") == before
+        second.drop("deploy-checklist")
+        second.update("deploy-checklist", derive.update(store, "deploy-checklist").tiers.manifest)
+    assert [h.key for h in first.search("systemd timer", session="deploy-checklist")] == [
+        h.key for h in before
+    ]
+    first.close()
+
+
 def test_old_tool_results_are_cleared_but_their_calls_kept(tmp_path: Path) -> None:
     root = tmp_path / "root"
     source = tmp_path / "tools.jsonl"
