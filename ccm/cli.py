@@ -688,9 +688,10 @@ def bench() -> None:
 @click.option(
     "--method",
     "methods",
-    type=click.Choice(["ccm", "recency", "bm25-turns"]),
+    type=click.Choice(["ccm", "recency", "bm25-turns", "ccm-semantic"]),
     multiple=True,
-    help="Methods to measure (default: all three).",
+    help="Methods to measure (default: ccm, recency, bm25-turns); ccm-semantic is ccm "
+    "with hybrid recall and needs the semantic extra.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_errors_as_exit_codes
@@ -714,14 +715,14 @@ def bench_locomo(
         f"{report['conversations']} conversations, {report['questions']} questions with evidence; "
         f"{len(report['unresolved_evidence'])} evidence ids point at no turn"
     )
-    header = "method       budget  recall  " + "  ".join(
+    header = "method        budget  recall  " + "  ".join(
         f"{c}:{CATEGORIES[c][:6]:<6}" for c in CATEGORIES
     )
     click.echo(header + "  tokens  p50 ms  p95 ms")
     for row in report["results"]:
         cats = "  ".join(f"{row['by_category'].get(str(c), 0.0):>8.3f}" for c in CATEGORIES)
         click.echo(
-            f"{row['method']:<12} {row['budget']:>6}  {row['recall']:.3f}  {cats}  "
+            f"{row['method']:<13} {row['budget']:>6}  {row['recall']:.3f}  {cats}  "
             f"{row['tokens_mean']:>6.0f}  {row['latency_ms_p50']:>6.1f}  {row['latency_ms_p95']:>6.1f}"
         )
     click.echo("recall: categories 1-4; category 5 (adversarial) is shown apart")

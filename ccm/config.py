@@ -22,6 +22,9 @@ lifecycle.fresh_turns          6          a segment this recent is fresh
 lifecycle.stale_turns          60         unreferenced this long: stale
 lifecycle.compress_turns       300        this far back: compressed (summary only)
 lifecycle.archive_turns        1500       this far back: archived (recall only)
+recall.semantic                false      hybrid recall: add sentence-embedding similarity
+                                          (needs ``pip install 'ccm[semantic]'``; slow
+                                          on long turns, see ccm/semantic.py)
 =============================  =========  ==================================================
 """
 
@@ -47,6 +50,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "segments": {"time_gap_minutes": 120, "min_turns": 4, "max_turns": 60, "summary_tokens": 80},
     "working": {"capacity": 4},
+    "recall": {"semantic": False},
     "lifecycle": {
         "fresh_turns": 6,
         "stale_turns": 60,
