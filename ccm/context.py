@@ -97,7 +97,7 @@ class Context:
 
     @property
     def tokens(self) -> int:
-        return tokens.count_tokens(self.text())
+        return tokens.count_cached(self.text())
 
     def text(self) -> str:
         return "\n\n".join(t for t in (b.text() for b in self.blocks) if t)
@@ -163,11 +163,11 @@ def _fill(
 ) -> int:
     """Add whole lines while they fit in `allowance`; returns tokens used. `costs`, when
     known (the index stores each unit's tokens), saves counting them again."""
-    used = tokens.count_tokens(f"## {block.title}\n") + JOIN_TOKENS
+    used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
     if not candidates or used >= allowance:
         return 0
     for position, (line, item) in enumerate(candidates):
-        cost = (costs[position] if costs is not None else tokens.count_tokens(line)) + 1
+        cost = (costs[position] if costs is not None else tokens.count_cached(line)) + 1
         if used + cost > allowance:
             continue
         block.lines.append(line)
@@ -279,7 +279,7 @@ def _assemble(
     state.lines = _state_lines(tiers.working)
     for block in (critical, state):
         if block.lines:
-            block.tokens = tokens.count_tokens(block.text()) + JOIN_TOKENS
+            block.tokens = tokens.count_cached(block.text()) + JOIN_TOKENS
             budget.take(block.tokens)
     if budget.left < 0:
         raise UsageError(
@@ -291,7 +291,7 @@ def _assemble(
     manifest = Block("manifest", "Memory manifest")
     lines = _manifest_lines(tiers.manifest, tiers.working, tiers.open)
     allowance = min(MANIFEST_CAP, max(0, int(total * shares["manifest"])), budget.left)
-    reserve = tokens.count_tokens("Budget: 000000 tokens, 000000 left.") + 1
+    reserve = tokens.count_cached("Budget: 000000 tokens, 000000 left.") + 1
     budget.take(_fill(manifest, [(line, None) for line in lines], max(0, allowance - reserve)))
     if manifest.lines:
         manifest.lines.append("")  # the budget line, written last
@@ -378,17 +378,26 @@ def _recall_lines(hits: list[Hit]) -> list[tuple[str, Any]]:
 
 def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]:
     """The latest whole exchanges, up to ``context.tail_messages`` messages; the last
-    exchange is always whole, however many tool turns it holds."""
+    exchange is always whole, however many tool turns it holds.
+
+    Reads backwards from the end of the log, a few more turns than wanted, and further
+    back only while the exchange at the start of what was read is needed and cut."""
     count = int(config.get("context", "tail_messages"))
-    groups = pairs(store.tail_turns(session, max(4 * count, 64)))
-    if len(groups) > 1 and groups[0][0]["role"] != "user":
-        groups = groups[1:]  # cut by the read window: not a whole exchange
-    chosen: list[list[dict[str, Any]]] = []
-    for group in reversed(groups):
-        if chosen and sum(len(g) for g in chosen) + len(group) > count:
-            break
-        chosen.insert(0, group)
-    return [turn for group in chosen for turn in group]
+    window = 2 * count + 2
+    while True:
+        turns = store.tail_turns(session, window)
+        groups = pairs(turns)
+        chosen: list[list[dict[str, Any]]] = []
+        size = 0
+        for group in reversed(groups):
+            if chosen and size + len(group) > count:
+                break
+            chosen.insert(0, group)
+            size += len(group)
+        cut = chosen and chosen[0] is groups[0] and chosen[0][0]["role"] != "user"
+        if not cut or len(turns) < window:  # whole, or the log holds no more
+            return [turn for group in chosen for turn in group]
+        window *= 4
 
 
 def _fit_tail(
@@ -399,7 +408,7 @@ def _fit_tail(
     groups = pairs(turns)
     tool_seen = 0
     chosen: list[list[dict[str, Any]]] = []
-    used = tokens.count_tokens(f"## {block.title}\n") + JOIN_TOKENS
+    used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
     for group in reversed(groups):
         shown = []
         for turn in reversed(group):
@@ -411,7 +420,7 @@ def _fit_tail(
                     turn = dict(turn, content=note)
             shown.append(turn)
         shown.reverse()
-        cost = sum(tokens.count_tokens(line) + 1 for line in render_group(shown))
+        cost = sum(tokens.count_cached(line) + 1 for line in render_group(shown))
         if used + cost > allowance:
             break
         used += cost

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from importlib import resources
 
 log = logging.getLogger(__name__)
@@ -90,3 +91,19 @@ def count_tokens(text: str) -> int:
         if encode is not None:
             return len(encode(text))
     return estimate_tokens(text)
+
+
+_CACHED_CHARS = 16_000
+
+
+@lru_cache(maxsize=8192)
+def _count_cached(method: str, text: str) -> int:
+    return count_tokens(text)
+
+
+def count_cached(text: str) -> int:
+    """`count_tokens`, remembered for the last few thousand texts: context assembly
+    counts the same rendered lines (the tail, the critical items) at every turn."""
+    if len(text) > _CACHED_CHARS:
+        return count_tokens(text)
+    return _count_cached(_method, text)

@@ -181,6 +181,28 @@ def test_two_open_indexes_on_one_root_keep_working(root: Path) -> None:
     first.close()
 
 
+@pytest.mark.parametrize("steps", [3, 30, 130])
+def test_the_last_exchange_is_whole_however_long(tmp_path: Path, steps: int) -> None:
+    """An agent's last exchange can hold hundreds of tool turns: the tail still starts at
+    its user turn (the log is read further back only as far as needed)."""
+    lines: list[dict[str, Any]] = [
+        {"role": "user", "content": "Earlier question.", "ts": 1_767_000_000},
+        {"role": "assistant", "content": "Earlier answer.", "ts": 1_767_000_001},
+        {"role": "user", "content": "Fix the flaky test.", "ts": 1_767_000_002},
+    ]
+    for n in range(steps):
+        lines.append({"role": "assistant", "content": f"step {n}", "ts": 1_767_000_003 + n})
+    source = tmp_path / "agent.jsonl"
+    source.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    store = Store(tmp_path / "root")
+    ingest(store, [str(source)], derive=True)
+    context = assemble(store, "agent", 50_000, None)
+    tail = next(b for b in context.blocks if b.name == "tail")
+    # with 3 steps the exchange before fits as well (10 messages by default)
+    first = 1 if steps == 3 else 3
+    assert tail.items == list(range(first, 4 + steps))
+
+
 def test_old_tool_results_are_cleared_but_their_calls_kept(tmp_path: Path) -> None:
     root = tmp_path / "root"
     source = tmp_path / "tools.jsonl"

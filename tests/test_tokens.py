@@ -77,3 +77,16 @@ def test_estimate_matches_its_definition(text: str) -> None:
         piece = match.group()
         expected += 1 + len(piece) // 9 if piece[0].isascii() and piece[0].isalpha() else 1
     assert tokens.estimate_tokens(text) == expected
+
+
+def test_cached_count_follows_the_method() -> None:
+    text = "Always keep amounts as integer cents, never floats."
+    try:
+        tokens.set_method("bpe")
+        assert tokens.count_cached(text) == tokens.count_tokens(text)
+        tokens.set_method("estimate")
+        assert tokens.count_cached(text) == tokens.estimate_tokens(text)
+        long = "word " * 5000  # beyond the cache's size limit: counted each time
+        assert tokens.count_cached(long) == tokens.estimate_tokens(long)
+    finally:
+        tokens.set_method("bpe")
