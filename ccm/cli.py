@@ -790,5 +790,110 @@ def show(ctx: click.Context, session: str, turn_range: str | None, as_json: bool
         _fail([f"{b.describe()}; the line is kept in quarantine.jsonl" for b in bad])
 
 
+class _JsonLog(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+@main.command()
+@click.option("--once", is_flag=True, help="Catch up on every session, then exit (for cron).")
+@click.option(
+    "--log-file", type=click.Path(dir_okay=False), help="Append the log here, not to stderr."
+)
+@click.option("--json-log", is_flag=True, help="One JSON object per log line.")
+@click.option("--verbose", "-v", is_flag=True, help="Log every update, not only the news.")
+@click.option(
+    "--debounce",
+    type=click.FloatRange(min=0.0, max=10_000.0),
+    default=50.0,
+    show_default=True,
+    metavar="MS",
+    help="Gather changes for this long before updating.",
+)
+@click.pass_context
+@_errors_as_exit_codes
+def watch(
+    ctx: click.Context,
+    once: bool,
+    log_file: str | None,
+    json_log: bool,
+    verbose: bool,
+    debounce: float,
+) -> None:
+    """Keep every session's tiers and the index current as its logs grow.
+
+    Watches chats/*/raw.jsonl and events.jsonl (inotify or FSEvents), whoever writes
+    them. One daemon per root; SIGTERM or SIGINT stops it after the current batch.
+    A restart resumes where it stopped and catches up on what changed meanwhile.
+    """
+    import signal
+
+    from ccm.daemon import Daemon, RootLock
+
+    store = _store(ctx)
+    handler: logging.Handler = (
+        logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler()
+    )
+    handler.setFormatter(
+        _JsonLog() if json_log else logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    )
+    watch_log = logging.getLogger("ccm")
+    watch_log.addHandler(handler)
+    watch_log.setLevel(logging.DEBUG if verbose else logging.INFO)
+    watch_log.propagate = False
+    lock = RootLock(store)
+    lock.acquire()
+    try:
+        daemon = Daemon(store, debounce=debounce / 1000.0)
+        if once:
+            done = daemon.catch_up()
+            daemon.save_all()
+            daemon.index.close()
+            watch_log.info("caught up on %d sessions", len(done))
+            return
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: daemon.stop())
+        daemon.run()
+    finally:
+        lock.release()
+        watch_log.removeHandler(handler)
+        handler.close()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Whether a ccm watch daemon runs for the root, and how far behind it is."""
+    from ccm import daemon
+
+    report = daemon.status(_store(ctx))
+    if as_json:
+        _emit_json(report)
+        return
+    if report["running"]:
+        click.echo(f"ccm watch is running (pid {report['pid']}, since {report['started']})")
+    else:
+        click.echo("no ccm watch is running for this root")
+    click.echo(
+        f"{report['sessions']} sessions; {report['behind_bytes']} bytes of raw.jsonl not yet "
+        f"processed"
+        + (f" ({', '.join(report['sessions_behind'])})" if report["sessions_behind"] else "")
+    )
+    if report["last_batch"]:
+        click.echo(f"last update: {report['last_batch']}")
+    if report["last_error"]:
+        click.echo(f"last error: {report['last_error']}")
+
+
 if __name__ == "__main__":
     main()

@@ -162,6 +162,13 @@ class Engine:
             _save_cache(store, session, params, self.state, self.cursor)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
 
+    def save(self) -> None:
+        """Write the engine cache now (a long-lived process saves now and then, and
+        before it exits)."""
+        if self.state is not None:
+            params = Params.from_config(self.store.config)
+            _save_cache(self.store, self.session, params, self.state, self.cursor)
+
 
 def update(store: Store, session: str, rebuild: bool = False) -> Derived:
     """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""

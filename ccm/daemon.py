@@ -1,0 +1,356 @@
+"""``ccm watch``: keep every session's tiers and the index current as the logs grow.
+
+One daemon per knowledge root. A watchdog observer (inotify on Linux, FSEvents on
+macOS) reports changes under ``chats/``; only ``raw.jsonl``, ``events.jsonl`` and session
+folders matter, ccm's own atomic-write temp files and derived files are ignored. Events
+are debounced and batched: the sessions touched in a short window are updated once
+each, in name order.
+
+An update is the engine's incremental path (`ccm.derive.Engine`, kept in memory per
+session, least recently used ones saved and dropped past `MAX_ENGINES`) and the index's
+(`ccm.index.Index.update`): its cost is that of the new lines. Where each file was read
+to is kept under ``.ccm/`` (the engine cache, the index's progress table), so a
+restarted daemon resumes where it stopped; at start it catches up on every session.
+A log truncated or replaced is detected (inode, size) and that session rebuilt. A crash
+at any instant loses nothing: the logs are only read, derived files are replaced
+atomically, and the caches are snapshots of a consistent past point that the next start
+folds forward from.
+
+Files under ``.ccm/``: ``daemon.lock`` (held with flock while the daemon runs; holds
+its pid) and ``daemon.json`` (its status, rewritten after every batch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ccm import derive
+from ccm.errors import CCMError
+from ccm.index import Index
+from ccm.store import EVENTS, RAW, Store, atomic_write, is_temp_file, utc_now
+
+log = logging.getLogger("ccm.watch")
+
+DEBOUNCE_SECONDS = 0.05
+SAVE_EVERY_SECONDS = 30.0
+MAX_ENGINES = 64
+LOCK_NAME = "daemon.lock"
+STATUS_NAME = "daemon.json"
+
+
+class AlreadyRunning(CCMError):
+    """Another daemon holds this root's lock."""
+
+
+class RootLock:
+    """The root's daemon lock: an flock on ``.ccm/daemon.lock``, which holds the pid.
+
+    The kernel releases an flock when its process dies, however it dies, so a stale
+    lock file never blocks a new daemon.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.path = store.cache / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            pid = holder(self.path)
+            raise AlreadyRunning(
+                f"another ccm watch (pid {pid or 'unknown'}) is running for {self.path.parent.parent}",
+                "stop it first (kill -TERM PID), or use it: `ccm status` shows what it does",
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)
+            self._fd = None
+
+
+def holder(path: Path) -> int | None:
+    """The pid written in a lock file, or None."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def running(store: Store) -> int | None:
+    """The pid of the daemon holding this root's lock, or None when none runs."""
+    path = store.cache / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return holder(path) or -1  # held: a daemon runs (pid unknown if not yet written)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def session_of(root: Path, path: str) -> str | None:
+    """The session a changed path belongs to, when the change matters to the daemon."""
+    try:
+        relative = Path(path).relative_to(root / "chats")
+    except ValueError:
+        return None
+    parts = relative.parts
+    if not parts or is_temp_file(parts[-1]):
+        return None
+    if len(parts) == 1:
+        return parts[0]  # a session folder created, moved or deleted
+    if len(parts) == 2 and parts[1] in (RAW, EVENTS):
+        return parts[0]
+    return None
+
+
+class Daemon:
+    """Watches a root and keeps its sessions current; `run` until `stop`."""
+
+    def __init__(
+        self,
+        store: Store,
+        debounce: float = DEBOUNCE_SECONDS,
+        save_every: float = SAVE_EVERY_SECONDS,
+    ) -> None:
+        self.store = store
+        self.debounce = debounce
+        self.save_every = save_every
+        self.index = Index(store)
+        self.engines: OrderedDict[str, derive.Engine] = OrderedDict()
+        self.unsaved: set[str] = set()
+        self.pending: queue.Queue[str] = queue.Queue()
+        self.stopping = threading.Event()
+        self.started = utc_now()
+        self.batches = 0
+        self.updates = 0
+        self.last_batch: str | None = None
+        self.last_error: str | None = None
+        self.offsets: dict[str, int] = {}
+
+    # -- one session -----------------------------------------------------------
+    def update(self, session: str) -> bool:
+        """Bring one session up to date; False when it is gone (its state is dropped)."""
+        store = self.store
+        try:
+            folder = store.session_dir(session)
+        except CCMError:
+            return False  # not a valid session id: some other folder
+        if not (folder / RAW).exists():
+            if session in self.engines or session in self.offsets:
+                log.info("%s: session removed", session)
+                self.engines.pop(session, None)
+                self.unsaved.discard(session)
+                self.offsets.pop(session, None)
+                if not folder.exists():
+                    self.index.drop(session)
+            return False
+        engine = self.engines.get(session)
+        if engine is None:
+            engine = derive.Engine(store, session)
+            self.engines[session] = engine
+        self.engines.move_to_end(session)
+        derived = engine.update(save=False)
+        self.index.update(session, derived.tiers.manifest)
+        self.offsets[session] = engine.cursor.offset
+        self.updates += 1
+        if derived.turns_folded or derived.rebuilt or derived.written:
+            self.unsaved.add(session)
+            log.debug(
+                "%s: %d new turns%s, wrote %s",
+                session,
+                derived.turns_folded,
+                " (rebuilt)" if derived.rebuilt else "",
+                ", ".join(derived.written) or "nothing",
+            )
+        while len(self.engines) > MAX_ENGINES:
+            old, _ = next(iter(self.engines.items()))
+            self._save(old)
+            self.engines.pop(old)
+        return True
+
+    def _save(self, session: str) -> None:
+        engine = self.engines.get(session)
+        if engine is not None and session in self.unsaved:
+            engine.save()
+        self.unsaved.discard(session)
+
+    def save_all(self) -> None:
+        for session in list(self.unsaved):
+            self._save(session)
+
+    # -- batches ---------------------------------------------------------------
+    def catch_up(self) -> list[str]:
+        """Update every session (what changed while no daemon ran); returns them."""
+        done = []
+        for session in self.store.sessions():
+            if self.stopping.is_set():
+                break
+            if self._guarded(session):
+                done.append(session)
+        self._status()
+        return done
+
+    def _guarded(self, session: str) -> bool:
+        """`update`, logging a failure instead of stopping the daemon."""
+        try:
+            return self.update(session)
+        except CCMError as exc:
+            self.last_error = f"{session}: {exc}"
+            log.error("%s: %s", session, exc)
+        except OSError as exc:
+            self.last_error = f"{session}: {exc}"
+            log.error("%s: %s (will retry on the next change)", session, exc)
+        return False
+
+    def batches_from_queue(self, timeout: float = 1.0) -> Iterator[set[str]]:
+        """Debounced batches: after a first event, everything that arrives within the
+        debounce window joins it."""
+        while not self.stopping.is_set():
+            try:
+                first = self.pending.get(timeout=timeout)
+            except queue.Empty:
+                yield set()
+                continue
+            batch = {first}
+            deadline = time.monotonic() + self.debounce
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    batch.add(self.pending.get(timeout=left))
+                except queue.Empty:
+                    break
+            yield batch
+
+    def run(self, observe: bool = True) -> None:
+        """Catch up, then follow changes until `stop` (or SIGTERM/SIGINT via the CLI)."""
+        observer = self._observer() if observe else None
+        try:
+            log.info("watching %s", self.store.chats)
+            caught = self.catch_up()
+            log.info("caught up on %d sessions", len(caught))
+            last_save = time.monotonic()
+            for batch in self.batches_from_queue():
+                for session in sorted(batch):
+                    self._guarded(session)
+                if batch:
+                    self.batches += 1
+                    self.last_batch = utc_now()
+                    self._status()
+                if time.monotonic() - last_save >= self.save_every:
+                    self.save_all()
+                    last_save = time.monotonic()
+        finally:
+            if observer is not None:
+                observer.stop()
+                observer.join(timeout=5)
+            self.save_all()
+            self._status(stopped=True)
+            self.index.close()
+            log.info("stopped")
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def _observer(self) -> Any:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        root = self.store.root
+        pending = self.pending
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                if event.event_type in ("opened", "closed_no_write"):
+                    return
+                for path in (event.src_path, getattr(event, "dest_path", "")):
+                    if path:
+                        session = session_of(root, os.fsdecode(path))
+                        if session is not None:
+                            pending.put(session)
+
+        self.store.chats.mkdir(parents=True, exist_ok=True)
+        observer = Observer()
+        observer.schedule(Handler(), str(self.store.chats), recursive=True)
+        observer.start()
+        return observer
+
+    # -- status ----------------------------------------------------------------
+    def _status(self, stopped: bool = False) -> None:
+        status = {
+            "pid": os.getpid(),
+            "root": str(self.store.root),
+            "started": self.started,
+            "stopped": utc_now() if stopped else None,
+            "batches": self.batches,
+            "updates": self.updates,
+            "last_batch": self.last_batch,
+            "last_error": self.last_error,
+            "offsets": dict(sorted(self.offsets.items())),
+        }
+        with contextlib.suppress(OSError):
+            atomic_write(
+                self.store.cache / STATUS_NAME,
+                (json.dumps(status, indent=1) + "\n").encode(),
+                durable=False,
+            )
+
+
+def status(store: Store) -> dict[str, Any]:
+    """Whether a daemon runs for the root, and how far behind the logs it is."""
+    pid = running(store)
+    try:
+        recorded = json.loads((store.cache / STATUS_NAME).read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    offsets = recorded.get("offsets") or {}
+    sessions = []
+    for session in store.sessions():
+        try:
+            size = store.raw_path(session).stat().st_size
+        except FileNotFoundError:
+            continue
+        done = int(offsets.get(session, 0))
+        sessions.append({"session": session, "bytes": size, "behind": max(0, size - done)})
+    return {
+        "running": pid is not None,
+        "pid": pid if pid and pid > 0 else None,
+        "started": recorded.get("started") if pid else None,
+        "last_batch": recorded.get("last_batch"),
+        "last_error": recorded.get("last_error"),
+        "behind_bytes": sum(s["behind"] for s in sessions),
+        "sessions_behind": [s["session"] for s in sessions if s["behind"]],
+        "sessions": len(sessions),
+    }

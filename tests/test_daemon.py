@@ -1,0 +1,313 @@
+"""ccm watch: real watchdog observers on real files, daemons in threads and processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ccm import daemon as ccm_daemon
+from ccm import derive
+from ccm.cli import main
+from ccm.daemon import Daemon, session_of
+from ccm.ingest.pipeline import ingest
+from ccm.store import Store
+
+SAMPLE = Path(__file__).parent.parent / "sample_knowledge" / "sources"
+WAIT = 30.0  # seconds a change may take to show (never a speed claim: a liveness bound)
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (OSError, ValueError):
+            pass  # a file mid-replacement or not there yet
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def derived(root: Path, session: str) -> dict[str, bytes]:
+    folder = root / "chats" / session
+    return {name: (folder / name).read_bytes() for name, _ in derive.FILES}
+
+
+def equals_rebuild(root: Path, session: str) -> bool:
+    """The files as they are equal what `ccm rebuild` makes (rebuilt into a copy)."""
+    before = derived(root, session)
+    derive.update(Store(root), session, rebuild=True)
+    return derived(root, session) == before
+
+
+def append(store: Store, session: str, texts: list[str], start_ts: int = 1_767_100_000) -> None:
+    with store.lock_raw(session) as raw:
+        last = raw.last_record()
+        turn = last["turn"] if last else 0
+        records = []
+        for n, text in enumerate(texts, start=1):
+            records.append(
+                {
+                    "turn": turn + n,
+                    "role": "user" if (turn + n) % 2 else "assistant",
+                    "content": text,
+                    "ts": time.strftime(
+                        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(start_ts + 60 * (turn + n))
+                    ),
+                    "source": "test",
+                }
+            )
+        raw.append(records, fsync=False)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    (path / "config.yaml").write_text("ingest: {fsync: false}\n")
+    ingest(Store(path), [str(SAMPLE)], derive=True)
+    return path
+
+
+@pytest.fixture
+def running(root: Path) -> Iterator[Daemon]:
+    """A daemon on `root` in a thread of this process."""
+    daemon = Daemon(Store(root), debounce=0.02)
+    thread = threading.Thread(target=daemon.run, daemon=True)
+    thread.start()
+    wait_for(lambda: daemon.last_batch is not None or daemon.updates >= 3, "the catch-up")
+    yield daemon
+    daemon.stop()
+    thread.join(timeout=WAIT)
+    assert not thread.is_alive()
+
+
+def test_paths_that_matter(tmp_path: Path) -> None:
+    root = tmp_path
+    chats = root / "chats"
+    assert session_of(root, str(chats / "s1" / "raw.jsonl")) == "s1"
+    assert session_of(root, str(chats / "s1" / "events.jsonl")) == "s1"
+    assert session_of(root, str(chats / "s1")) == "s1"
+    assert session_of(root, str(chats / "s1" / "manifest.yaml")) is None  # its own output
+    assert session_of(root, str(chats / "s1" / ".manifest.yaml.ccm-tmp-1")) is None
+    assert session_of(root, str(chats / "s1" / "raw.jsonl.ccm-tmp-9")) is None
+    assert session_of(root, str(root / ".ccm" / "index.sqlite")) is None
+    assert session_of(root, str(tmp_path.parent / "elsewhere")) is None
+
+
+def test_an_appended_turn_updates_the_tiers(root: Path, running: Daemon) -> None:
+    store = Store(root)
+    append(store, "ledger-sync", ["Never run migrations on a Friday afternoon."])
+    working = root / "chats" / "ledger-sync" / "working.yaml"
+    wait_for(lambda: "Friday afternoon" in working.read_text(), "the new critical item")
+    running.stop()
+    time.sleep(0.2)
+    assert equals_rebuild(root, "ledger-sync")
+
+
+def test_an_event_updates_the_tiers(root: Path, running: Daemon) -> None:
+    store = Store(root)
+    store.append_events(
+        "deploy-checklist", [{"who": "user", "kind": "pin", "args": {"targets": ["seg_1"]}}]
+    )
+    manifest = root / "chats" / "deploy-checklist" / "manifest.yaml"
+    wait_for(lambda: "pinned: true" in manifest.read_text(), "the pin")
+
+
+def test_a_new_session_folder_is_picked_up(root: Path, running: Daemon, tmp_path: Path) -> None:
+    source = tmp_path / "fresh-chat.jsonl"
+    source.write_text(
+        json.dumps({"role": "user", "content": "Which port does the proxy use?", "ts": 1})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "It listens on 8443.", "ts": 2})
+        + "\n"
+    )
+    ingest(Store(root), [str(source)], derive=False)  # no tiers: the daemon makes them
+    manifest = root / "chats" / "fresh-chat" / "manifest.yaml"
+    wait_for(manifest.exists, "the new session's manifest")
+    wait_for(lambda: "turns: 2" in manifest.read_text(), "both turns")
+    from ccm.index import Index
+
+    with Index(Store(root)) as index:  # indexed as well
+        wait_for(lambda: index.search("proxy port", session="fresh-chat"), "the index")
+
+
+def test_a_replaced_log_rebuilds_its_session(root: Path, running: Daemon) -> None:
+    raw = root / "chats" / "reading-notes" / "raw.jsonl"
+    lines = raw.read_bytes().splitlines(keepends=True)[:4]
+    replacement = raw.with_name("raw.jsonl.new")
+    replacement.write_bytes(b"".join(lines))
+    os.replace(replacement, raw)  # a new inode, shorter: not an append
+    manifest = root / "chats" / "reading-notes" / "manifest.yaml"
+    wait_for(lambda: "turns: 4\n" in manifest.read_text(), "the rebuilt tiers")
+    running.stop()
+    time.sleep(0.2)
+    assert equals_rebuild(root, "reading-notes")
+
+
+def test_a_bad_line_is_quarantined_and_the_daemon_goes_on(root: Path, running: Daemon) -> None:
+    raw = root / "chats" / "ledger-sync" / "raw.jsonl"
+    with raw.open("ab") as handle:
+        handle.write(b'{"turn": "not a number", "role": 3}\n')
+    quarantine = root / "chats" / "ledger-sync" / "quarantine.jsonl"
+    wait_for(quarantine.exists, "the quarantined line")
+    append(Store(root), "ledger-sync", ["Also: always tag releases with the date."])
+    working = root / "chats" / "ledger-sync" / "working.yaml"
+    wait_for(lambda: "tag releases" in working.read_text(), "the turn after the bad line")
+
+
+def test_once_catches_up_and_status_reports(root: Path) -> None:
+    store = Store(root)
+    append(store, "deploy-checklist", ["Remember to rotate the backup keys monthly."])
+    runner = CliRunner()
+    before = json.loads(runner.invoke(main, ["--root", str(root), "status", "--json"]).stdout)
+    assert before["running"] is False and before["behind_bytes"] > 0
+    result = runner.invoke(main, ["--root", str(root), "watch", "--once"])
+    assert result.exit_code == 0, result.output
+    working = (root / "chats" / "deploy-checklist" / "working.yaml").read_text()
+    assert "rotate the backup keys" in working
+    after = json.loads(runner.invoke(main, ["--root", str(root), "status", "--json"]).stdout)
+    assert after["behind_bytes"] == 0 and after["sessions"] == 3
+    assert equals_rebuild(root, "deploy-checklist")
+
+
+# -- daemons as processes ----------------------------------------------------------
+
+
+def start(root: Path, *extra: str) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ccm", "--root", str(root), "watch", "--debounce", "20", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_for(lambda: ccm_daemon.running(Store(root)) == process.pid, "the daemon's lock")
+    return process
+
+
+def test_a_second_daemon_is_refused_and_sigterm_stops_cleanly(root: Path) -> None:
+    first = start(root)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "ccm", "--root", str(root), "watch"],
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+        )
+        assert second.returncode != 0
+        assert f"pid {first.pid}" in second.stderr
+        status = json.loads(
+            CliRunner().invoke(main, ["--root", str(root), "status", "--json"]).stdout
+        )
+        assert status["running"] and status["pid"] == first.pid
+    finally:
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=WAIT)
+    assert first.returncode == 0, err
+    assert b"stopped" in err
+    assert ccm_daemon.running(Store(root)) is None
+
+
+def test_a_daemon_killed_mid_update_recovers_to_a_rebuild(root: Path) -> None:
+    store = Store(root)
+    process = start(root)
+    for n in range(40):
+        append(store, "ledger-sync", [f"Step {n}: the importer must keep integer cents."])
+        time.sleep(0.005)
+    process.kill()  # SIGKILL: no clean-up of any kind
+    process.communicate(timeout=WAIT)
+    for n in range(40, 60):
+        append(store, "ledger-sync", [f"Step {n}: we decided to retry twice."])
+    restarted = start(root)
+    try:
+        total = 60 + len((SAMPLE / "ledger-sync.jsonl").read_text().splitlines())
+        manifest = root / "chats" / "ledger-sync" / "manifest.yaml"
+        wait_for(lambda: f"turns: {total}\n" in manifest.read_text(), "the catch-up")
+    finally:
+        restarted.send_signal(signal.SIGTERM)
+        restarted.communicate(timeout=WAIT)
+    for session in Store(root).sessions():
+        assert equals_rebuild(root, session), session
+
+
+def test_the_daemon_and_four_concurrent_ingests_lose_nothing(root: Path, tmp_path: Path) -> None:
+    process = start(root)
+    try:
+        sources = []
+        for writer in range(4):
+            source = tmp_path / f"part-{writer}.jsonl"
+            source.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "role": "user" if n % 2 == 0 else "assistant",
+                            "content": f"writer {writer} line {n}: keep the audit log",
+                            "ts": 1_767_200_000 + n,
+                        }
+                    )
+                    + "\n"
+                    for n in range(50)
+                )
+            )
+            sources.append(source)
+        ingests = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ccm",
+                    "--root",
+                    str(root),
+                    "ingest",
+                    str(source),
+                    "--session",
+                    "shared",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for source in sources
+        ]
+        for child in ingests:
+            _, err = child.communicate(timeout=120)
+            assert child.returncode == 0, err
+        turns, bad, _ = Store(root).read_turns("shared")
+        assert not bad
+        assert [t["turn"] for t in turns] == list(range(1, 201))
+        assert sorted(t["content"] for t in turns) == sorted(
+            f"writer {w} line {n}: keep the audit log" for w in range(4) for n in range(50)
+        )
+
+        def caught_up() -> bool:
+            report = ccm_daemon.status(Store(root))
+            return bool(report["behind_bytes"] == 0 and report["last_batch"])
+
+        wait_for(caught_up, "the daemon to process every line")
+        manifest = root / "chats" / "shared" / "manifest.yaml"
+        wait_for(lambda: "turns: 200\n" in manifest.read_text(), "all 200 turns in the tiers")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=WAIT)
+    assert equals_rebuild(root, "shared")
+
+
+def test_the_service_definitions_run_ccm_watch() -> None:
+    import configparser
+    import plistlib
+
+    jobs = Path(__file__).parent.parent / "jobs"
+    unit = configparser.ConfigParser(strict=True, interpolation=None)
+    unit.read_string((jobs / "ccm-watch.service").read_text())
+    assert {"Unit", "Service", "Install"} <= set(unit.sections())
+    assert unit["Service"]["ExecStart"].split()[1:2] == ["watch"]
+    agent = plistlib.loads((jobs / "com.ccm.watch.plist").read_bytes())
+    assert agent["Label"] == "com.ccm.watch" and agent["ProgramArguments"][1] == "watch"
