@@ -813,10 +813,11 @@ class _JsonLog(logging.Formatter):
 @click.option(
     "--debounce",
     type=click.FloatRange(min=0.0, max=10_000.0),
-    default=50.0,
+    default=0.0,
     show_default=True,
     metavar="MS",
-    help="Gather changes for this long before updating.",
+    help="Wait this long after a change for more before updating (changes that arrive "
+    "during an update are gathered anyway).",
 )
 @click.pass_context
 @_errors_as_exit_codes

@@ -43,7 +43,7 @@ from ccm.store import EVENTS, RAW, Store, atomic_write, is_temp_file, utc_now
 
 log = logging.getLogger("ccm.watch")
 
-DEBOUNCE_SECONDS = 0.05
+DEBOUNCE_SECONDS = 0.0  # a burst gathers while the daemon works
 SAVE_EVERY_SECONDS = 30.0
 MAX_ENGINES = 64
 LOCK_NAME = "daemon.lock"
@@ -180,7 +180,7 @@ class Daemon:
             engine = derive.Engine(store, session)
             self.engines[session] = engine
         self.engines.move_to_end(session)
-        derived = engine.update(save=False)
+        derived = engine.update(save=False, durable=False)  # the catch-up at start heals
         self.index.update(session, derived.tiers.manifest)
         self.offsets[session] = engine.cursor.offset
         self.updates += 1
@@ -235,7 +235,8 @@ class Daemon:
 
     def batches_from_queue(self, timeout: float = 1.0) -> Iterator[set[str]]:
         """Debounced batches: after a first event, everything that arrives within the
-        debounce window joins it."""
+        debounce window joins it (and whatever queued up during the last batch: a burst
+        of appends is gathered while the daemon works, not by waiting longer)."""
         while not self.stopping.is_set():
             try:
                 first = self.pending.get(timeout=timeout)
@@ -258,6 +259,9 @@ class Daemon:
         """Catch up, then follow changes until `stop` (or SIGTERM/SIGINT via the CLI)."""
         observer = self._observer() if observe else None
         try:
+            from ccm import tokens
+
+            tokens.count_tokens("load the tokenizer now, not at the first update")
             log.info("watching %s", self.store.chats)
             caught = self.catch_up()
             log.info("caught up on %d sessions", len(caught))
@@ -295,6 +299,8 @@ class Daemon:
             def on_any_event(self, event: FileSystemEvent) -> None:
                 if event.event_type in ("opened", "closed_no_write"):
                     return
+                if event.is_directory and event.event_type == "modified":
+                    return  # a file changed inside: its own event says which
                 for path in (event.src_path, getattr(event, "dest_path", "")):
                     if path:
                         session = session_of(root, os.fsdecode(path))

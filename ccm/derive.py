@@ -135,7 +135,13 @@ class Engine:
             return False
         return True
 
-    def update(self, rebuild: bool = False, save: bool = True) -> Derived:
+    def update(self, rebuild: bool = False, save: bool = True, durable: bool = True) -> Derived:
+        """Fold what was appended, render, write the files that changed.
+
+        ``durable=False`` skips the fsyncs of the derived files (still replaced
+        atomically): for a process that re-renders at its next start anyway (the
+        daemon), since after a power loss it rewrites whatever does not match.
+        """
         store, session = self.store, self.session
         store.require_session(session)
         config = store.config
@@ -157,7 +163,7 @@ class Engine:
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
         tiers = render(self.state, events, config, self.render_cache)
-        written = _write(store, session, tiers, full_check=rebuilt)
+        written = _write(store, session, tiers, full_check=rebuilt, durable=durable)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
@@ -175,7 +181,9 @@ def update(store: Store, session: str, rebuild: bool = False) -> Derived:
     return Engine(store, session).update(rebuild=rebuild)
 
 
-def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) -> list[str]:
+def _write(
+    store: Store, session: str, tiers: Tiers, full_check: bool = True, durable: bool = True
+) -> list[str]:
     """Replace each derived file whose content changed; returns the names written.
 
     Each document is checked against its schema before it is written; on an
@@ -208,5 +216,5 @@ def _write(store: Store, session: str, tiers: Tiers, full_check: bool = True) ->
         except FileNotFoundError:
             pass
         changed[name] = encoded
-    atomic_write_many(folder, changed)
+    atomic_write_many(folder, changed, durable=durable)
     return list(changed)

@@ -167,6 +167,8 @@ class Index:
             bool(store.config.get("recall", "semantic")) if semantic is None else semantic
         )
         self._vectors: dict[str, tuple[int, Any, Any]] = {}
+        # per session: the manifest entries and notes last indexed (see `_segments`)
+        self._seen: dict[str, tuple[dict[str, Any], list[Any]]] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -216,6 +218,7 @@ class Index:
         self.db.execute("COMMIT")
 
     def drop(self, session: str) -> None:
+        self._seen.pop(session, None)
         with self._writing():
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
@@ -301,6 +304,7 @@ class Index:
     def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
         inode, cursor = self._progress(session)
         if inode != st.st_ino or cursor.offset > st.st_size:
+            self._seen.pop(session, None)
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
             cursor = Cursor()
@@ -352,16 +356,66 @@ class Index:
         return max(cursor.rowcount, 0)
 
     def _segments(self, session: str, manifest: dict[str, Any]) -> int:
-        """Keep one unit per segment and note, rewritten only when its text changed."""
-        have = {
+        """Keep one unit per segment and note, rewritten only when its text changed.
+
+        A long-lived index (the daemon's) remembers the manifest entries it last saw:
+        an entry that is the very same object again (the engine reuses the immutable
+        entries of unchanged segments) is skipped without a query, so an update costs
+        the changed segments, not all of them.
+        """
+        segments = manifest.get("segments", [])
+        notes = manifest.get("notes", [])
+        seen = self._seen.get(session)
+        if seen is not None and seen[1] == notes and len(segments) >= len(seen[0]):
+            known = seen[0]
+            changed = [s for s in segments if known.get(s["id"]) is not s]
+            if all(s["id"] in known or i >= len(known) for i, s in enumerate(segments)):
+                written = self._segment_units(session, changed, None)
+                self._segment_texts(session, changed, segments)
+                for segment in changed:
+                    known[segment["id"]] = segment
+                return written
+        written = self._segment_units(session, segments, notes)
+        self._segment_texts(session, segments, segments)
+        self._seen[session] = ({s["id"]: s for s in segments}, list(notes))
+        return written
+
+    def _segment_units(
+        self, session: str, segments: list[dict[str, Any]], notes: list[dict[str, Any]] | None
+    ) -> int:
+        """Upsert the units of `segments`; with `notes` (a full pass), also the notes, and
+        delete the segment and note units that are no longer wanted."""
+        if notes is None:  # only these segments: look up just their rows
+            have = {}
+            for segment in segments:
+                row = self.db.execute(
+                    "SELECT id, text FROM units WHERE session=? AND kind='segment' AND key=?",
+                    (session, segment["id"]),
+                ).fetchone()
+                if row is not None:
+                    have[("segment", segment["id"])] = (row[0], row[1])
+        else:
+            have = self._all_segment_units(session)
+        return self._write_segment_units(session, segments, notes, have)
+
+    def _all_segment_units(self, session: str) -> dict[tuple[str, str], tuple[int, str]]:
+        return {
             (kind, key): (rowid, text)
             for rowid, kind, key, text in self.db.execute(
                 "SELECT id, kind, key, text FROM units WHERE session=? AND kind IN ('segment','note')",
                 (session,),
             )
         }
+
+    def _write_segment_units(
+        self,
+        session: str,
+        segments: list[dict[str, Any]],
+        notes: list[dict[str, Any]] | None,
+        have: dict[tuple[str, str], tuple[int, str]],
+    ) -> int:
         wanted: dict[tuple[str, str], tuple[int | None, int | None, str]] = {}
-        for segment in manifest.get("segments", []):
+        for segment in segments:
             conclusion = segment.get("conclusion") or {}
             parts = [
                 f"[{segment['id']}, turns {segment['raw_lines'][0]}-{segment['raw_lines'][1]}] "
@@ -374,13 +428,13 @@ class Index:
                 segment["raw_lines"][1],
                 printable(" ".join(parts)),
             )
-        for note in manifest.get("notes", []):
+        for note in notes or []:
             wanted[("note", note["id"])] = (None, None, printable(f"Note: {note['text']}"))
-        self._segment_texts(session, manifest)
         written = 0
-        for (kind, key), (rowid, _) in have.items():
-            if (kind, key) not in wanted:
-                self.db.execute("DELETE FROM units WHERE id=?", (rowid,))
+        if notes is not None:  # a full pass: what is no longer wanted goes
+            for (kind, key), (rowid, _) in have.items():
+                if (kind, key) not in wanted:
+                    self.db.execute("DELETE FROM units WHERE id=?", (rowid,))
         for (kind, key), (first, last, text) in wanted.items():
             old = have.get((kind, key))
             if old is not None and old[1] == text:
@@ -400,21 +454,37 @@ class Index:
             written += 1
         return written
 
-    def _segment_texts(self, session: str, manifest: dict[str, Any]) -> None:
+    def _segment_texts(
+        self, session: str, candidates: list[dict[str, Any]], segments: list[dict[str, Any]]
+    ) -> None:
         """A hidden ``segtext`` unit per segment holding all its words: topic-level
-        matching for recall. Only new segments, changed spans and the growing last
-        segment are rewritten."""
-        spans = {
-            key: (first, last)
-            for key, first, last in self.db.execute(
-                "SELECT key, first_turn, last_turn FROM units WHERE session=? AND kind='segtext'",
-                (session,),
-            )
-        }
-        segments = manifest.get("segments", [])
-        for position, segment in enumerate(segments):
+        matching for recall. Of the `candidates`, only new segments, changed spans and
+        the growing last segment are rewritten; a full pass (`candidates` is all the
+        `segments`) also removes those no longer in the manifest."""
+        full = candidates is segments
+        if full:
+            spans = {
+                key: (first, last)
+                for key, first, last in self.db.execute(
+                    "SELECT key, first_turn, last_turn FROM units "
+                    "WHERE session=? AND kind='segtext'",
+                    (session,),
+                )
+            }
+        else:
+            spans = {}
+            for segment in candidates:
+                row = self.db.execute(
+                    "SELECT first_turn, last_turn FROM units "
+                    "WHERE session=? AND kind='segtext' AND key=?",
+                    (session, segment["id"]),
+                ).fetchone()
+                if row is not None:
+                    spans[segment["id"]] = (row[0], row[1])
+        last_id = segments[-1]["id"] if segments else None
+        for segment in candidates:
             first, last = segment["raw_lines"]
-            if spans.get(segment["id"]) == (first, last) and position < len(segments) - 1:
+            if spans.get(segment["id"]) == (first, last) and segment["id"] != last_id:
                 continue
             text = "\n".join(
                 row[0]
@@ -441,6 +511,8 @@ class Index:
                     _tag_column("segtext", session),
                 ),
             )
+        if not full:
+            return
         known = {s["id"] for s in segments}
         for key in set(spans) - known:
             self.db.execute(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ccm import derive
 from ccm.config import from_mapping
 from ccm.engine.fold import Params, fold, new_state
+from ccm.index import Index
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
 
@@ -137,6 +138,7 @@ def _live_equals_rebuild(
     store = Store(base / "root")
     source = base / "chat.jsonl"
     engine: derive.Engine | None = None
+    index = Index(store)
     for step, bound in enumerate(bounds):
         _write(source, turns[:bound])
         ingest(store, [str(source)], derive=False)
@@ -148,9 +150,25 @@ def _live_equals_rebuild(
             if event["kind"] != "undo" or earlier:
                 store.append_events("chat", [{"who": "user", **event}])
         engine = engine or derive.Engine(store, "chat")
-        live = derive.tiers_yaml(engine.update(save=False).tiers)
+        derived = engine.update(save=False)
+        live = derive.tiers_yaml(derived.tiers)
         fresh = derive.tiers_yaml(derive.Engine(store, "chat").update(rebuild=True).tiers)
         assert live == fresh
+        index.update("chat", derived.tiers.manifest)  # the daemon's long-lived index
+    assert engine is not None
+    kept = _units(index)
+    index.close()
+    with Index(Store(base / "root")) as rebuilt:  # the same file, from scratch
+        rebuilt.drop("chat")
+        rebuilt.update("chat", derive.update(store, "chat", rebuild=True).tiers.manifest)
+        assert _units(rebuilt) == kept
+
+
+def _units(index: Index) -> list[tuple[object, ...]]:
+    return index.db.execute(
+        "SELECT kind, key, first_turn, last_turn, ts, tokens, text FROM units "
+        "WHERE session='chat' ORDER BY kind, key"
+    ).fetchall()
 
 
 @SETTINGS
