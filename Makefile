@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/recall.py
+	$(BIN)/python benchmarks/watch.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate_cli.py

@@ -142,17 +142,37 @@ def test_a_new_session_folder_is_picked_up(root: Path, running: Daemon, tmp_path
         wait_for(lambda: index.search("proxy port", session="fresh-chat"), "the index")
 
 
-def test_a_replaced_log_rebuilds_its_session(root: Path, running: Daemon) -> None:
+@pytest.mark.parametrize("how", ["replaced", "truncated"])
+def test_a_replaced_or_truncated_log_rebuilds_its_session(
+    root: Path, running: Daemon, how: str
+) -> None:
     raw = root / "chats" / "reading-notes" / "raw.jsonl"
     lines = raw.read_bytes().splitlines(keepends=True)[:4]
-    replacement = raw.with_name("raw.jsonl.new")
-    replacement.write_bytes(b"".join(lines))
-    os.replace(replacement, raw)  # a new inode, shorter: not an append
+    if how == "replaced":
+        replacement = raw.with_name("raw.jsonl.new")
+        replacement.write_bytes(b"".join(lines))
+        os.replace(replacement, raw)  # a new inode, shorter: not an append
+    else:
+        with raw.open("r+b") as handle:  # the same inode, cut short
+            handle.truncate(len(b"".join(lines)))
     manifest = root / "chats" / "reading-notes" / "manifest.yaml"
     wait_for(lambda: "turns: 4\n" in manifest.read_text(), "the rebuilt tiers")
     running.stop()
     time.sleep(0.2)
     assert equals_rebuild(root, "reading-notes")
+
+
+def test_a_deleted_session_is_dropped_and_the_daemon_goes_on(root: Path, running: Daemon) -> None:
+    import shutil
+
+    from ccm.index import Index
+
+    shutil.rmtree(root / "chats" / "reading-notes")
+    with Index(Store(root)) as index:
+        wait_for(lambda: not index.count("reading-notes"), "the index to forget it")
+    append(Store(root), "ledger-sync", ["Please keep the changelog in British English."])
+    working = root / "chats" / "ledger-sync" / "working.yaml"
+    wait_for(lambda: "British English" in working.read_text(), "the next update")
 
 
 def test_a_bad_line_is_quarantined_and_the_daemon_goes_on(root: Path, running: Daemon) -> None:
@@ -179,6 +199,17 @@ def test_once_catches_up_and_status_reports(root: Path) -> None:
     after = json.loads(runner.invoke(main, ["--root", str(root), "status", "--json"]).stdout)
     assert after["behind_bytes"] == 0 and after["sessions"] == 3
     assert equals_rebuild(root, "deploy-checklist")
+
+
+def test_json_log_to_a_file(root: Path, tmp_path: Path) -> None:
+    log_file = tmp_path / "watch.log"
+    result = CliRunner().invoke(
+        main, ["--root", str(root), "watch", "--once", "--json-log", "--log-file", str(log_file)]
+    )
+    assert result.exit_code == 0, result.output
+    entries = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert {"ts", "level", "logger", "msg"} <= set(entries[-1])
+    assert entries[-1]["msg"] == "caught up on 3 sessions"
 
 
 # -- daemons as processes ----------------------------------------------------------
