@@ -2,4 +2,5 @@
 
 from ccm.cli import main
 
-main()
+if __name__ == "__main__":  # not when a worker process imports it (multiprocessing spawn)
+    main()
