@@ -19,7 +19,7 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import RenderCache, Tiers, render
-from ccm.store import Cursor, Store, atomic_write, atomic_write_many
+from ccm.store import Cursor, Store, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -187,34 +187,19 @@ def _write(
     """Replace each derived file whose content changed; returns the names written.
 
     Each document is checked against its schema before it is written; on an
-    incremental update the manifest is checked on its newest segments (older ones
-    were checked when first written and change only in their values since).
+    incremental update the manifest and open.yaml are checked on their newest entries
+    (older ones were checked when first written and change only in their values since).
     """
-    from ccm import schemas
-    from ccm.errors import SchemaError
-
-    changed: dict[str, bytes] = {}
-    folder = store.session_dir(session)
     texts = tiers_yaml(tiers)
+    files = {}
     for name, schema in FILES:
         data: Any = getattr(tiers, schema)
         if name == "manifest.yaml" and not full_check:
             data = {**data, "segments": data["segments"][-3:]}
-        elif name == "open.yaml" and not full_check:  # old references were checked before
+        elif name == "open.yaml" and not full_check:
             data = {
                 **data,
                 "efforts": [{**e, "segment_refs": e["segment_refs"][-3:]} for e in data["efforts"]],
             }
-        why = schemas.problem(schema, data)
-        if why is not None:
-            raise SchemaError(folder / name, None, f"refusing to write: {why}")
-        encoded = texts[name].encode("utf-8")
-        path = folder / name
-        try:
-            if path.read_bytes() == encoded:
-                continue
-        except FileNotFoundError:
-            pass
-        changed[name] = encoded
-    atomic_write_many(folder, changed, durable=durable)
-    return list(changed)
+        files[name] = (schema, data, texts[name])
+    return store.write_derived_files(session, files, durable=durable)

@@ -657,12 +657,34 @@ class Store:
         """Validate `data` and replace ``chats/<session>/<name>`` atomically as YAML."""
         from ccm import yamlio
 
-        path = self.session_dir(session_id) / name
-        why = schemas.problem(schema, data)
-        if why is not None:
-            raise SchemaError(path, None, f"refusing to write: {why}")
-        atomic_write(path, yamlio.dumps(data).encode("utf-8"))
-        return path
+        self.write_derived_files(session_id, {name: (schema, data, yamlio.dumps(data))})
+        return self.session_dir(session_id) / name
+
+    def write_derived_files(
+        self,
+        session_id: str,
+        files: dict[str, tuple[str, Any, str]],
+        durable: bool = True,
+    ) -> list[str]:
+        """Replace the derived files whose text changed, all checked first; returns the
+        names written. `files` maps a name to (schema, data checked, text written): the
+        data may be a part of the document (its newest entries) when the rest was
+        checked when first written."""
+        folder = self.session_dir(session_id)
+        changed: dict[str, bytes] = {}
+        for name, (schema, data, text) in files.items():
+            why = schemas.problem(schema, data)
+            if why is not None:
+                raise SchemaError(folder / name, None, f"refusing to write: {why}")
+            encoded = text.encode("utf-8")
+            try:
+                if (folder / name).read_bytes() == encoded:
+                    continue
+            except FileNotFoundError:
+                pass
+            changed[name] = encoded
+        atomic_write_many(folder, changed, durable=durable)
+        return list(changed)
 
     def read_derived(self, session_id: str, name: str, schema: str) -> Any:
         """Read a derived YAML file and validate it; a bad file is an error, not a default."""
