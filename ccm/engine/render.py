@@ -268,18 +268,21 @@ def _span(segment: dict[str, Any]) -> list[int]:
 class RenderCache:
     """Manifest entries of closed segments, kept between renders of one session.
 
-    A closed segment's record never changes, except for what `_entry_key` covers
-    (lifecycle, marks, critical items, a superseded conclusion); an entry whose key is
-    unchanged is reused with its YAML, so an update renders the changed segments only.
-    Reset it whenever the state is rebuilt.
+    A closed segment's record never changes, except through what an entry's key holds
+    (lifecycle, marks, critical items, a superseded conclusion): an entry whose key is
+    unchanged is reused with its YAML. While the `signature` (events, active efforts,
+    config, superseded critical items) stays the same, an entry is reused without even
+    computing its key until its segment's ``rev`` changes or its lifecycle may move
+    on, so an update renders the changed segments only. Reset it whenever the state is
+    rebuilt.
     """
 
     def __init__(self) -> None:
-        self.entries: dict[str, tuple[tuple[Any, ...], Frozen]] = {}
         # what every closed segment's entry depends on beyond the segment itself
         self.signature: tuple[Any, ...] | None = None
-        # per closed segment, by index: (its rev, the turn its lifecycle may change, entry)
-        self.closed: list[tuple[int, int, Frozen]] = []
+        # per closed segment, by index: (its rev, the turn its lifecycle may change,
+        # its key, its entry)
+        self.closed: list[tuple[int, int, tuple[Any, ...], Frozen]] = []
         # the detected critical items, by (count, critical_rev)
         self.critical: tuple[tuple[int, int] | None, list[dict[str, Any]]] = (None, [])
 
@@ -353,20 +356,20 @@ def render(
     quick = cache is not None and cache.signature == signature
     manifest_segments: list[dict[str, Any]] = []
     for index, segment in enumerate(segments):
-        if quick and index < len(cache.closed) and index < closed_count:  # type: ignore[union-attr]
-            rev, expiry, known = cache.closed[index]  # type: ignore[union-attr]
-            if rev == segment.get("rev", 0) and last_turn < expiry:
-                manifest_segments.append(known)
-                continue
+        closed = cache is not None and index < closed_count
+        known = cache.closed[index] if closed and index < len(cache.closed) else None  # type: ignore[union-attr]
+        rev = segment.get("rev", 0)
+        if quick and known is not None and known[0] == rev and last_turn < known[1]:
+            manifest_segments.append(known[3])
+            continue
         sid = segment["id"]
         conclusion = segment["conclusion"]
         low = bisect.bisect_left(turns_of, segment["first"])
         high = bisect.bisect_right(turns_of, segment["last"])
-        crit = [critical[index]["text"] for _, index in placed[low:high]]
+        crit = [critical[position]["text"] for _, position in placed[low:high]]
         lifecycle = _lifecycle(segment, last_turn, active_ids, marks, config)
-        key: tuple[Any, ...] = ()
-        if cache is not None and not segment.get("current"):
-            key = (
+        key = (
+            (
                 lifecycle,
                 sid in marks.pinned,
                 marks.updated.get(sid),
@@ -374,46 +377,46 @@ def render(
                 tuple(crit),
                 conclusion and conclusion.get("superseded_by"),
             )
-            hit = cache.entries.get(sid)
-            if hit is not None and hit[0] == key:
-                manifest_segments.append(hit[1])
-                continue
-        item: dict[str, Any] = {
-            "id": sid,
-            "raw_lines": [segment["first"], segment["last"]],
-            "topic": segment["topic"],
-            "summary": marks.updated.get(sid) or segment["summary"],
-            "status": segment["status"],
-            "conclusion": None
-            if conclusion is None
-            else {
-                "text": conclusion["text"],
-                "turn": conclusion["turn"],
-                "kind": conclusion["kind"],
-                "confidence": conclusion["confidence"],
-                "reason": conclusion["reason"],
-                "superseded_by": conclusion.get("superseded_by"),
-            },
-            "tokens": segment["tokens"],
-            "critical": crit,
-            "lifecycle": lifecycle,
-            "pinned": sid in marks.pinned,
-            "effort": segment["effort"],
-            "cue": segment["cue"],
-            "artifacts": [],
-        }
-        if marks.compressed.get(sid):
-            item["compressed_note"] = marks.compressed[sid]
-        entry = Frozen(item)
-        if key:
-            cache.entries[sid] = (key, entry)  # type: ignore[union-attr]
+            if closed
+            else ()
+        )
+        if known is not None and known[2] == key:
+            entry = known[3]
+        else:
+            item: dict[str, Any] = {
+                "id": sid,
+                "raw_lines": [segment["first"], segment["last"]],
+                "topic": segment["topic"],
+                "summary": marks.updated.get(sid) or segment["summary"],
+                "status": segment["status"],
+                "conclusion": None
+                if conclusion is None
+                else {
+                    "text": conclusion["text"],
+                    "turn": conclusion["turn"],
+                    "kind": conclusion["kind"],
+                    "confidence": conclusion["confidence"],
+                    "reason": conclusion["reason"],
+                    "superseded_by": conclusion.get("superseded_by"),
+                },
+                "tokens": segment["tokens"],
+                "critical": crit,
+                "lifecycle": lifecycle,
+                "pinned": sid in marks.pinned,
+                "effort": segment["effort"],
+                "cue": segment["cue"],
+                "artifacts": [],
+            }
+            if marks.compressed.get(sid):
+                item["compressed_note"] = marks.compressed[sid]
+            entry = Frozen(item)
         manifest_segments.append(entry)
-        if cache is not None and index < closed_count:
-            record = (segment.get("rev", 0), _lifecycle_expiry(segment, last_turn, config), entry)
-            if index < len(cache.closed):
-                cache.closed[index] = record
+        if closed:
+            record = (rev, _lifecycle_expiry(segment, last_turn, config), key, entry)
+            if known is not None:
+                cache.closed[index] = record  # type: ignore[union-attr]
             else:
-                cache.closed.append(record)
+                cache.closed.append(record)  # type: ignore[union-attr]
     if cache is not None:
         del cache.closed[closed_count:]
         cache.signature = signature
