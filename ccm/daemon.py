@@ -211,9 +211,14 @@ class Daemon:
 
     # -- batches ---------------------------------------------------------------
     def catch_up(self) -> list[str]:
-        """Update every session (what changed while no daemon ran); returns them."""
+        """Update every session (what changed while no daemon ran); returns them. A
+        session whose folder went away meanwhile leaves the index."""
+        present = self.store.sessions()
+        for session in set(self.index.sessions()) - set(present):
+            log.info("%s: session removed", session)
+            self.index.drop(session)
         done = []
-        for session in self.store.sessions():
+        for session in present:
             if self.stopping.is_set():
                 break
             if self._guarded(session):

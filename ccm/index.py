@@ -217,6 +217,10 @@ class Index:
             raise
         self.db.execute("COMMIT")
 
+    def sessions(self) -> list[str]:
+        """The sessions the index holds."""
+        return [row[0] for row in self.db.execute("SELECT session FROM progress ORDER BY session")]
+
     def drop(self, session: str) -> None:
         self._seen.pop(session, None)
         with self._writing():
@@ -366,17 +370,18 @@ class Index:
         segments = manifest.get("segments", [])
         notes = manifest.get("notes", [])
         seen = self._seen.get(session)
+        # segment ids are seg_1..seg_N in order: a manifest at least as long as the one
+        # seen holds every id seen, and a shorter one (a rebuild) takes the full pass
         if seen is not None and seen[1] == notes and len(segments) >= len(seen[0]):
             known = seen[0]
             changed = [s for s in segments if known.get(s["id"]) is not s]
-            if all(s["id"] in known or i >= len(known) for i, s in enumerate(segments)):
-                written = self._segment_units(session, changed, None)
-                self._segment_texts(session, changed, segments)
-                for segment in changed:
-                    known[segment["id"]] = segment
-                return written
+            written = self._segment_units(session, changed, None)
+            self._segment_texts(session, changed, segments, full=False)
+            for segment in changed:
+                known[segment["id"]] = segment
+            return written
         written = self._segment_units(session, segments, notes)
-        self._segment_texts(session, segments, segments)
+        self._segment_texts(session, segments, segments, full=True)
         self._seen[session] = ({s["id"]: s for s in segments}, list(notes))
         return written
 
@@ -455,13 +460,16 @@ class Index:
         return written
 
     def _segment_texts(
-        self, session: str, candidates: list[dict[str, Any]], segments: list[dict[str, Any]]
+        self,
+        session: str,
+        candidates: list[dict[str, Any]],
+        segments: list[dict[str, Any]],
+        full: bool,
     ) -> None:
         """A hidden ``segtext`` unit per segment holding all its words: topic-level
         matching for recall. Of the `candidates`, only new segments, changed spans and
-        the growing last segment are rewritten; a full pass (`candidates` is all the
-        `segments`) also removes those no longer in the manifest."""
-        full = candidates is segments
+        the growing last segment are rewritten; a `full` pass (the candidates are all
+        the `segments`) also removes those no longer in the manifest."""
         if full:
             spans = {
                 key: (first, last)

@@ -201,6 +201,20 @@ def test_once_catches_up_and_status_reports(root: Path) -> None:
     assert equals_rebuild(root, "deploy-checklist")
 
 
+def test_a_session_deleted_while_no_daemon_ran_leaves_the_index(root: Path) -> None:
+    import shutil
+
+    from ccm.index import Index
+
+    with Index(Store(root)) as index:
+        assert "reading-notes" in index.sessions()
+    shutil.rmtree(root / "chats" / "reading-notes")
+    assert CliRunner().invoke(main, ["--root", str(root), "watch", "--once"]).exit_code == 0
+    with Index(Store(root)) as index:
+        assert index.sessions() == ["deploy-checklist", "ledger-sync"]
+        assert not index.search("reading", session="reading-notes")
+
+
 def test_json_log_to_a_file(root: Path, tmp_path: Path) -> None:
     log_file = tmp_path / "watch.log"
     result = CliRunner().invoke(
