@@ -854,15 +854,10 @@ def watch(
     lock.acquire()
     try:
         daemon = Daemon(store, debounce=debounce / 1000.0)
-        if once:
-            done = daemon.catch_up()
-            daemon.save_all()
-            daemon.index.close()
-            watch_log.info("caught up on %d sessions", len(done))
-            return
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: daemon.stop())
-        daemon.run()
+        if not once:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, lambda *_: daemon.stop())
+        daemon.run(follow=not once)
     finally:
         lock.release()
         watch_log.removeHandler(handler)

@@ -260,16 +260,20 @@ class Daemon:
                     break
             yield batch
 
-    def run(self, observe: bool = True) -> None:
-        """Catch up, then follow changes until `stop` (or SIGTERM/SIGINT via the CLI)."""
-        observer = self._observer() if observe else None
+    def run(self, follow: bool = True) -> None:
+        """Catch up, then (with `follow`) follow changes until `stop` (SIGTERM/SIGINT via
+        the CLI); caches are saved and the status written on the way out."""
+        observer = self._observer() if follow else None
         try:
             from ccm import tokens
 
             tokens.count_tokens("load the tokenizer now, not at the first update")
-            log.info("watching %s", self.store.chats)
+            if follow:
+                log.info("watching %s", self.store.chats)
             caught = self.catch_up()
             log.info("caught up on %d sessions", len(caught))
+            if not follow:
+                return
             last_save = time.monotonic()
             for batch in self.batches_from_queue():
                 for session in sorted(batch):
@@ -288,7 +292,8 @@ class Daemon:
             self.save_all()
             self._status(stopped=True)
             self.index.close()
-            log.info("stopped")
+            if follow:
+                log.info("stopped")
 
     def stop(self) -> None:
         self.stopping.set()
