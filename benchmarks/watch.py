@@ -37,7 +37,6 @@ from ccm import daemon as ccm_daemon  # noqa: E402
 from ccm.ingest.pipeline import ingest  # noqa: E402
 from ccm.store import Store, utc_now  # noqa: E402
 
-EXTRA: list[str] = []
 TARGETS = {"p50_ms": 20.0, "p99_ms": 100.0, "ratio": 1.5}
 
 
@@ -52,7 +51,7 @@ def _wait(check: Any, timeout: float = 600.0, pause: float = 0.0005) -> float:
 
 def _start(root: Path) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "ccm", "--root", str(root), "watch", *EXTRA],
+        [sys.executable, "-m", "ccm", "--root", str(root), "watch"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

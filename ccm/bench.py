@@ -75,6 +75,7 @@ class _Conversation:
             for t in self.turns
             if isinstance((t.get("meta") or {}).get("dia_id"), str)
         }
+        self._hybrid: Index | None = None  # the semantic method's index, made when first used
         self.single = sqlite3.connect(":memory:")
         self.single.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
         self.rendered = [render_turn(t) for t in self.turns]
@@ -88,8 +89,6 @@ class _Conversation:
         if self._hybrid is not None:
             self._hybrid.close()
         self.single.close()
-
-    _hybrid: Index | None = None
 
     def semantic(self, question: str, budget: int) -> str:
         """ccm with hybrid recall (the semantic extra): the same context assembly, with

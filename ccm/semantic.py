@@ -28,7 +28,6 @@ try:  # the optional extra; `available` says what is missing
 except ImportError:  # pragma: no cover - exercised without the extra
     HAVE_NUMPY = False
 
-MODEL_ID = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
 MAX_TOKENS = 256
 _BATCH_TOKENS = 8192  # tokens per forward batch (padding included)
@@ -120,14 +119,9 @@ class Encoder:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
         raw = read_safetensors(folder / "model.safetensors")
-        # transposed copies once, so every matmul reads contiguous memory
+        # matrices transposed once, so every matmul reads contiguous memory
         self.w: dict[str, Any] = {
-            name: (
-                np.ascontiguousarray(t.T)
-                if name.endswith("dense.weight")
-                or name.endswith(("query.weight", "key.weight", "value.weight"))
-                else np.asarray(t)
-            )
+            name: np.ascontiguousarray(t.T) if t.ndim == 2 and "layer." in name else np.asarray(t)
             for name, t in raw.items()
         }
 
@@ -143,12 +137,12 @@ class Encoder:
         heads, size = self.heads, x.shape[-1] // self.heads
         scale = 1.0 / math.sqrt(size)
         blocked = ((1.0 - mask) * -1e9)[:, None, None, :].astype(np.float32)
+
+        def split(t: np.ndarray) -> np.ndarray:  # (batch, length, dim) -> per head
+            return t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+
         for n in range(self.layers):
             p = f"encoder.layer.{n}."
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
-
             q = split(x @ w[p + "attention.self.query.weight"] + w[p + "attention.self.query.bias"])
             k = split(x @ w[p + "attention.self.key.weight"] + w[p + "attention.self.key.bias"])
             v = split(x @ w[p + "attention.self.value.weight"] + w[p + "attention.self.value.bias"])

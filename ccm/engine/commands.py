@@ -33,7 +33,6 @@ COMMANDS = {
     "update": "replace a segment's summary",
     "create": "write a note into the memory",
 }
-NEEDS_TEXT = {"recall", "update", "create"}
 POSITIONS = {
     "start": 0,
     "beginning": 0,

@@ -47,7 +47,6 @@ _PATH_HINT = re.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
 _FILE_NAME = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
 _FILE_END = re.compile(r"/[\w.-]*\w\.\w{1,6}$")
 
-Vector = dict[str, float]
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
