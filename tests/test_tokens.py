@@ -80,7 +80,8 @@ def test_estimate_matches_its_definition(text: str) -> None:
 
 
 def test_cached_count_follows_the_method() -> None:
-    text = "Always keep amounts as integer cents, never floats."
+    text = "\u00dcn\u00efc\u00f6d\u00e9 na\u00efvet\u00e9: supercalifragilisticexpialidocious 1234567!!!"
+    assert tokens.count_tokens(text) != tokens.estimate_tokens(text)  # the methods differ here
     try:
         tokens.set_method("bpe")
         assert tokens.count_cached(text) == tokens.count_tokens(text)
