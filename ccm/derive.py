@@ -1,7 +1,7 @@
 """Keeping a session's derived tiers current: incremental update and full rebuild.
 
-The engine state is cached in ``.ccm/engine/<session>.json`` together with how far
-``raw.jsonl`` was read (byte offset, inode) and the parameters it was built with. An
+The engine state is cached in ``.ccm/engine/<session>.state`` (marshal) together with how
+far ``raw.jsonl`` was read (byte offset, inode) and the parameters it was built with. An
 update folds only the turns appended since, then renders the tiers; a missing,
 stale or unreadable cache, a truncated or replaced log, or changed parameters mean
 a rebuild from the first turn. Either way the files are the same, byte for byte.
