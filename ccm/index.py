@@ -1,11 +1,13 @@
-"""The recall index: SQLite FTS5 over whole units, under ``.ccm/index.sqlite``.
+"""The recall index, under ``.ccm/index.sqlite``.
 
 A unit reads well on its own: a user turn with its answer (``pair``), a segment's
-summary and conclusion (``segment``), a note (``note``). Ranking is BM25 (FTS5's
-``bm25()``, porter-stemmed), filtered by session and time. The index is derived: it can
-be deleted at any time and is rebuilt, and it is updated incrementally, from where it
-last read each ``raw.jsonl``: the cost of an update is that of the new turns (plus the
-last, still growing, pair).
+summary and conclusion (``segment``), a note (``note``). Exchanges are ranked by their
+best turn, with BM25 over ccm's own per-session turn postings (`ccm.lexical`: a query
+costs the postings of its words in its session, not the root); segment summaries and
+notes, one per segment, by FTS5's ``bm25()``. Both are porter-stemmed and filtered by
+session and time. The index is derived: it can be deleted at any time and is rebuilt,
+and it is updated incrementally, from where it last read each ``raw.jsonl``: the cost
+of an update is that of the new turns (plus the last, still growing, pair).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ccm import tokens
+from ccm import lexical, tokens
 from ccm.engine.text import printable
 from ccm.store import Cursor, Store
 
@@ -40,17 +42,24 @@ CREATE TABLE IF NOT EXISTS units(
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     text, tag, content='units', content_rowid='id', tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
+CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units
+WHEN new.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
 CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
-    INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
     DELETE FROM vectors WHERE unit = old.id;
 END;
+CREATE TRIGGER IF NOT EXISTS units_fts_ad AFTER DELETE ON units
+WHEN old.kind IN ('segment', 'note') BEGIN
+    INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
+END;
 CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE ON units BEGIN
+    DELETE FROM vectors WHERE unit = old.id;
+END;
+CREATE TRIGGER IF NOT EXISTS units_fts_au AFTER UPDATE ON units
+WHEN old.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
-    DELETE FROM vectors WHERE unit = old.id;
 END;
 CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
 CREATE TABLE IF NOT EXISTS vectors(
@@ -67,9 +76,10 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 7
+VERSION = 8
 TOPIC_WEIGHT = 0.8
 TOPIC_SEGMENTS = 3
+TOPIC_HITS = 20
 NEIGHBOUR_HITS = 5
 NEIGHBOUR_WEIGHT = 0.5
 SEMANTIC_WEIGHT = 1.0  # an exchange's embedding similarity counts as much as its BM25
@@ -162,6 +172,7 @@ class Index:
         self.store = store
         self.path = store.cache / "index.sqlite"
         self._db: sqlite3.Connection | None = None
+        self._postings: lexical.Postings | None = None
         # hybrid recall (the semantic extra): from config unless the caller says
         self.semantic = (
             bool(store.config.get("recall", "semantic")) if semantic is None else semantic
@@ -183,9 +194,18 @@ class Index:
                 self.path.unlink()
                 db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             db.executescript(SCHEMA)
+            self._postings = lexical.Postings(db)
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
         return self._db
+
+    @property
+    def postings(self) -> lexical.Postings:
+        """The turns' own posting lists (BM25 over turns; see `ccm.lexical`)."""
+        if self._db is None:
+            self.db  # noqa: B018  (opening creates them)
+        assert self._postings is not None
+        return self._postings
 
     def close(self) -> None:
         if self._db is not None:
@@ -226,6 +246,7 @@ class Index:
         with self._writing():
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+            self.postings.drop(session)
 
     def update(self, session: str, manifest: dict[str, Any] | None = None) -> int:
         """Index what was appended to the session since the last update; returns units written."""
@@ -311,16 +332,21 @@ class Index:
             self._seen.pop(session, None)
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+            self.postings.drop(session)
             cursor = Cursor()
         lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
         written = 0
         if lines:
             groups = pairs([line.record for line in lines if line.record is not None])
+            said: list[tuple[int, int, str]] = []
             for group in groups:
                 written += self._put(session, "pair", str(group[0]["turn"]), group)
                 for turn in group:  # single turns rank better; pairs are what is shown
                     if turn["role"] != "tool":
-                        written += self._put(session, "turn", str(turn["turn"]), [turn])
+                        text = render_turn(turn)
+                        written += self._put(session, "turn", str(turn["turn"]), [turn], text)
+                        said.append((turn["turn"], group[0]["turn"], text))
+            self.postings.add(session, said)
             # start the next update at the last exchange: its answer may still be growing
             last_start = groups[-1][0]["turn"]
             for position, line in enumerate(lines):
@@ -335,9 +361,16 @@ class Index:
             written += self._segments(session, manifest)
         return written
 
-    def _put(self, session: str, kind: str, key: str, group: list[dict[str, Any]]) -> int:
-        """Insert or refresh one unit; an unchanged one is left alone (no FTS churn)."""
-        text = "\n".join(render_group(group))
+    def _put(
+        self,
+        session: str,
+        kind: str,
+        key: str,
+        group: list[dict[str, Any]],
+        text: str | None = None,
+    ) -> int:
+        """Insert or refresh one unit; an unchanged one is left alone (no churn)."""
+        text = "\n".join(render_group(group)) if text is None else text
         # only exchanges are shown; single turns serve ranking and need no token count
         count = tokens.count_tokens(text) if kind == "pair" else 0
         cursor = self.db.execute(
@@ -376,12 +409,16 @@ class Index:
             known = seen[0]
             changed = [s for s in segments if known.get(s["id"]) is not s]
             written = self._segment_units(session, changed, None)
-            self._segment_texts(session, changed, segments, full=False)
+            if any(
+                s["id"] not in known or s["raw_lines"][0] != known[s["id"]]["raw_lines"][0]
+                for s in changed
+            ):
+                self.postings.set_segments(session, [s["raw_lines"][0] for s in segments])
             for segment in changed:
                 known[segment["id"]] = segment
             return written
         written = self._segment_units(session, segments, notes)
-        self._segment_texts(session, segments, segments, full=True)
+        self.postings.set_segments(session, [s["raw_lines"][0] for s in segments])
         self._seen[session] = ({s["id"]: s for s in segments}, list(notes))
         return written
 
@@ -459,74 +496,6 @@ class Index:
             written += 1
         return written
 
-    def _segment_texts(
-        self,
-        session: str,
-        candidates: list[dict[str, Any]],
-        segments: list[dict[str, Any]],
-        full: bool,
-    ) -> None:
-        """A hidden ``segtext`` unit per segment holding all its words: topic-level
-        matching for recall. Of the `candidates`, only new segments, changed spans and
-        the growing last segment are rewritten; a `full` pass (the candidates are all
-        the `segments`) also removes those no longer in the manifest."""
-        if full:
-            spans = {
-                key: (first, last)
-                for key, first, last in self.db.execute(
-                    "SELECT key, first_turn, last_turn FROM units "
-                    "WHERE session=? AND kind='segtext'",
-                    (session,),
-                )
-            }
-        else:
-            spans = {}
-            for segment in candidates:
-                row = self.db.execute(
-                    "SELECT first_turn, last_turn FROM units "
-                    "WHERE session=? AND kind='segtext' AND key=?",
-                    (session, segment["id"]),
-                ).fetchone()
-                if row is not None:
-                    spans[segment["id"]] = (row[0], row[1])
-        last_id = segments[-1]["id"] if segments else None
-        for segment in candidates:
-            first, last = segment["raw_lines"]
-            if spans.get(segment["id"]) == (first, last) and segment["id"] != last_id:
-                continue
-            text = "\n".join(
-                row[0]
-                for row in self.db.execute(
-                    "SELECT text FROM units WHERE session=? AND kind='turn' "
-                    "AND first_turn BETWEEN ? AND ? ORDER BY first_turn",
-                    (session, first, last),
-                )
-            )
-            self.db.execute(
-                "DELETE FROM units WHERE session=? AND kind='segtext' AND key=?",
-                (session, segment["id"]),
-            )
-            self.db.execute(
-                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
-                "VALUES (?,?,?,?,?,NULL,0,?,?)",
-                (
-                    session,
-                    "segtext",
-                    segment["id"],
-                    first,
-                    last,
-                    text,
-                    _tag_column("segtext", session),
-                ),
-            )
-        if not full:
-            return
-        known = {s["id"] for s in segments}
-        for key in set(spans) - known:
-            self.db.execute(
-                "DELETE FROM units WHERE session=? AND kind='segtext' AND key=?", (session, key)
-            )
-
     # -- searching -----------------------------------------------------------
     def search(
         self,
@@ -543,22 +512,102 @@ class Index:
         hit lists the query words it contains. `since` and `until` (ISO prefixes) keep
         only units said in that time.
 
-        Session and kind are filtered inside FTS5 (through the ``tag`` column), so the
-        ranking touches only matching rows of the wanted kinds and sessions and stops at
-        `limit` (FTS5's ``ORDER BY rank LIMIT`` path).
+        Exchanges (``pair``) are ranked by their best turn, from ccm's own turn
+        postings; segment summaries and notes by FTS5, where session and kind are
+        filtered inside the match (through the ``tag`` column).
         """
         words = query_words(query)
         if not words:
             return []
+        wanted = limit * 4 if since or until else limit
+        found: list[Hit] = []
+        if "pair" in kinds:
+            found += self._pairs(words, session, wanted, exclude_after, explain)
+        summaries = tuple(kind for kind in kinds if kind in ("segment", "note"))
+        if summaries:
+            found += self._summaries(words, session, summaries, wanted, explain)
+        found.sort(key=lambda hit: -hit.score)
+        hits: list[Hit] = []
+        for hit in found:
+            if (since or until) and hit.ts is None:
+                continue  # a unit without a time (a segment summary) cannot be placed
+            if (since and hit.ts < since) or (until and hit.ts > until):  # type: ignore[operator]
+                continue
+            if exclude_after is not None and (hit.first_turn or 0) >= exclude_after:
+                continue
+            hits.append(hit)
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def _pairs(
+        self,
+        words: list[str],
+        session: str | None,
+        limit: int,
+        exclude_after: int | None,
+        explain: bool,
+    ) -> list[Hit]:
+        """Exchanges by the BM25 score of their best turn."""
+        turns = self.postings.search(session, lexical.stems(words), limit * 2, exclude_after)
+        exchanges = {
+            name: self._exchanges(name, [t.pair for t in turns if t.session == name])
+            for name in {t.session for t in turns}
+        }
+        best: dict[tuple[str, int], Hit] = {}
+        for turn in turns:
+            row = exchanges[turn.session].get(turn.pair)
+            if row is None or (turn.session, turn.pair) in best:
+                continue
+            matched = tuple(w for w in words if _contains(row[5], w)) if explain else ()
+            key, first, last, ts, count, text = row
+            best[(turn.session, turn.pair)] = Hit(
+                turn.session, "pair", key, first, last, ts, count, text, turn.score, matched
+            )
+            if len(best) >= limit:
+                break
+        return list(best.values())
+
+    def _exchanges(self, session: str, firsts: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The exchanges starting at `firsts`, by first turn (one query per 500)."""
+        keys = sorted({str(first) for first in firsts})
+        found: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            for row in self.db.execute(
+                "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
+                f"WHERE session=? AND kind='pair' AND key IN ({','.join('?' * len(chunk))})",
+                (session, *chunk),
+            ):
+                found[row[1]] = tuple(row)
+        return found
+
+    def _pair_of(self, session: str, turn: int) -> tuple[Any, ...] | None:
+        """The exchange holding `turn`: (key, first_turn, last_turn, ts, tokens, text)."""
+        row: tuple[Any, ...] | None = self.db.execute(
+            "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
+            "WHERE session=? AND kind='pair' AND first_turn<=? ORDER BY first_turn DESC LIMIT 1",
+            (session, turn),
+        ).fetchone()
+        return row if row is not None and row[1] <= turn <= row[2] else None
+
+    def _summaries(
+        self,
+        words: list[str],
+        session: str | None,
+        kinds: tuple[str, ...],
+        limit: int,
+        explain: bool,
+    ) -> list[Hit]:
+        """Segment summaries and notes by FTS5's BM25 (they are few: one per segment)."""
         tags = " OR ".join(tag(kind, session) for kind in kinds)
         text = " OR ".join(f'"{w}"' for w in words)
-        filtered = bool(since or until or exclude_after is not None)
         ranked = self.db.execute(
             # rank by the text alone (the tag column only filters), set per query: a
             # stored rank setting would be a write that breaks other open connections
             "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? "
             "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank LIMIT ?",
-            (f"tag:({tags}) AND text:({text})", limit * 4 if filtered else limit),
+            (f"tag:({tags}) AND text:({text})", limit),
         ).fetchall()
         if not ranked:
             return []
@@ -570,24 +619,13 @@ class Index:
                 [rowid for rowid, _ in ranked],
             )
         }
-        hits: list[Hit] = []
+        hits = []
         for rowid, rank in ranked:
-            row = rows.get(rowid)
-            if row is None:
+            if rowid not in rows:
                 continue
-            ts, first = row[6], row[4]
-            if (since or until) and ts is None:
-                continue  # a unit without a time (a segment summary) cannot be placed
-            if (since and ts < since) or (until and ts > until):
-                continue
-            if exclude_after is not None and first is not None and first >= exclude_after:
-                continue
-            matched = tuple(w for w in words if _contains(row[8], w)) if explain else ()
-            hits.append(
-                Hit(row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], -rank, matched)
-            )
-            if len(hits) >= limit:
-                break
+            _, name, kind, key, first, last, ts, count, text = rows[rowid]
+            matched = tuple(w for w in words if _contains(text, w)) if explain else ()
+            hits.append(Hit(name, kind, key, first, last, ts, count, text, -rank, matched))
         return hits
 
     def recall(
@@ -600,12 +638,14 @@ class Index:
         (the topic matches even where the turn's own words do not), each normalised by
         the best of its kind; segment summaries and notes follow on their own score.
         """
-        turns = self.search(query, session=session, kinds=("turn",), limit=limit)
-        topics = self.search(query, session=session, kinds=("segtext",), limit=20, explain=False)
-        summaries = self.search(query, session=session, kinds=("segment", "note"), limit=10)
-        best_turn = max((h.score for h in turns), default=1.0) or 1.0
-        best_topic = max((h.score for h in topics), default=1.0) or 1.0
-        spans = [(h.first_turn or 0, h.last_turn or 0, h.score / best_topic) for h in topics]
+        words = query_words(query)
+        terms = lexical.stems(words)
+        turns = self.postings.search(session, terms, limit, exclude_after)
+        spans = self.postings.topics(session, terms, TOPIC_HITS)
+        summaries = self._summaries(words, session, ("segment", "note"), 10, True) if words else []
+        best_turn = max((t.score for t in turns), default=1.0) or 1.0
+        best_topic = max((score for _, _, score in spans), default=1.0) or 1.0
+        spans = [(first, last, score / best_topic) for first, last, score in spans]
 
         def topic_score(turn: int) -> float:
             return max(
@@ -616,21 +656,18 @@ class Index:
         columns = "key, first_turn, last_turn, ts, tokens, text"
 
         def pair_of(turn: int) -> tuple[Any, ...] | None:
-            row: tuple[Any, ...] | None = self.db.execute(
-                f"SELECT {columns} FROM units WHERE session=? AND kind='pair' AND first_turn<=? "
-                "ORDER BY first_turn DESC LIMIT 1",
-                (session, turn),
-            ).fetchone()
-            return row if row is not None and row[1] <= turn <= row[2] else None
+            return self._pair_of(session, turn)
 
+        exchanges = self._exchanges(session, [t.pair for t in turns])
         for hit in turns:
-            row = pair_of(hit.first_turn or 0)
+            row = exchanges.get(hit.pair)
             if row is None:
                 continue
-            score = hit.score / best_turn + TOPIC_WEIGHT * topic_score(hit.first_turn or 0)
+            score = hit.score / best_turn + TOPIC_WEIGHT * topic_score(hit.turn)
             old = scored.get(row[0])
             if old is None or score > old[0]:
-                scored[row[0]] = (score, hit.matched, row)
+                matched = tuple(w for w in words if lexical.stem(w) in hit.terms)
+                scored[row[0]] = (score, matched, row)
         if self.semantic:  # hybrid: an exchange's closest turn by meaning adds its share
             closeness: dict[str, float] = {}
             for turn, value in self._semantic(query, session, exclude_after).items():

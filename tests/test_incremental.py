@@ -164,11 +164,21 @@ def _live_equals_rebuild(
         assert _units(rebuilt) == kept
 
 
-def _units(index: Index) -> list[tuple[object, ...]]:
-    return index.db.execute(
+def _units(index: Index) -> list[object]:
+    """Everything the index knows of the session: its units, and its turn postings
+    (each term's whole list: blocks depend on how the turns arrived, lists must not)."""
+    units: list[object] = index.db.execute(
         "SELECT kind, key, first_turn, last_turn, ts, tokens, text FROM units "
         "WHERE session='chat' ORDER BY kind, key"
     ).fetchall()
+    terms = [row[0] for row in index.db.execute("SELECT DISTINCT term FROM postings")]
+    lists = index.postings.lists("chat", terms).get("chat", {})
+    return [
+        *units,
+        sorted((term, array.tobytes()) for term, array in lists.items()),
+        index.postings.stats("chat"),
+        index.postings.firsts("chat").tolist(),
+    ]
 
 
 @SETTINGS

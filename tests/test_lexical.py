@@ -1,0 +1,155 @@
+"""The turn postings: BM25 exactly as the textbook formula, however the turns arrived."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ccm import lexical
+
+WORDS = ["sqlite", "postgres", "wal", "backup", "ledger", "cents", "token", "deploy", "cron"]
+turn_texts = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join),
+    min_size=1,
+    max_size=40,
+)
+
+
+def _postings() -> lexical.Postings:
+    return lexical.Postings(sqlite3.connect(":memory:", isolation_level=None))
+
+
+def _reference(texts: list[str], query: list[str]) -> dict[int, float]:
+    """BM25 (k1 1.2, b 0.75, FTS5's idf) written out by hand over whole words."""
+    docs = [text.split() for text in texts]
+    avgdl = sum(map(len, docs)) / len(docs)
+    scores: dict[int, float] = {}
+    for term in query:
+        df = sum(term in doc for doc in docs)
+        if not df:
+            continue
+        idf = math.log((len(docs) - df + 0.5) / (df + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        for number, doc in enumerate(docs, 1):
+            tf = doc.count(term)
+            if tf:
+                norm = 1.2 * (1 - 0.75 + 0.75 * len(doc) / avgdl)
+                scores[number] = scores.get(number, 0.0) + idf * tf * 2.2 / (tf + norm)
+    return scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(turn_texts, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True))
+def test_scores_are_textbook_bm25(texts: list[str], query: list[str]) -> None:
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    expected = _reference(texts, query)
+    found = postings.search("s", lexical.stems(query), limit=len(texts))
+    assert {hit.turn for hit in found} == set(expected)
+    for hit in found:
+        assert math.isclose(hit.score, expected[hit.turn], rel_tol=1e-9)
+        assert set(hit.terms) == {lexical.stem(w) for w in query if w in texts[hit.turn - 1]}
+    scores = [hit.score for hit in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(turn_texts, st.lists(st.integers(1, 7), min_size=1, max_size=40))
+def test_appending_in_any_chunks_stores_the_same_lists(texts: list[str], chunks: list[int]) -> None:
+    turns = [(n, n, text) for n, text in enumerate(texts, 1)]
+    whole, pieces = _postings(), _postings()
+    whole.add("s", turns)
+    start = 0
+    for size in chunks:
+        pieces.add("s", turns[start : start + size])
+        pieces.add("s", turns[: start + size])  # turns already indexed are not added twice
+        start += size
+    pieces.add("s", turns[start:])
+    terms = sorted({lexical.stem(w) for w in WORDS})
+    a, b = whole.lists("s", terms).get("s", {}), pieces.lists("s", terms).get("s", {})
+    assert a.keys() == b.keys()
+    for term in a:
+        assert a[term].tobytes() == b[term].tobytes()
+    assert whole.stats("s") == pieces.stats("s")
+
+
+def test_a_long_list_keeps_few_blocks() -> None:
+    postings = _postings()
+    for n in range(1, 2001):  # the daemon's path: one turn at a time
+        postings.add("s", [(n, n, "sqlite")])
+    blocks = postings.db.execute(
+        "SELECT count(*), sum(size) FROM postings WHERE session='s' AND term='sqlite'"
+    ).fetchone()
+    assert blocks[1] == 2000
+    assert blocks[0] <= 2 * math.log2(2000) + 1
+    listed = postings.lists("s", ["sqlite"])["s"]["sqlite"]["turn"]
+    assert np.array_equal(listed, np.arange(1, 2001))
+
+
+def test_sessions_are_apart_and_a_dropped_one_is_gone() -> None:
+    postings = _postings()
+    postings.add("a", [(1, 1, "deploy on friday"), (2, 1, "cron at night")])
+    postings.add("b", [(1, 1, "deploy the ledger")])
+    assert [(h.session, h.turn) for h in postings.search("a", lexical.stems(["deploy"]), 10)] == [
+        ("a", 1)
+    ]
+    assert {h.session for h in postings.search(None, lexical.stems(["deploy"]), 10)} == {"a", "b"}
+    postings.drop("a")
+    assert [h.session for h in postings.search(None, lexical.stems(["deploy"]), 10)] == ["b"]
+    assert postings.last_turn("a") == 0
+
+
+def test_exclude_after_and_the_exchange_of_each_turn() -> None:
+    postings = _postings()
+    postings.add("s", [(1, 1, "sqlite?"), (2, 1, "use sqlite"), (3, 3, "sqlite again")])
+    assert [(h.turn, h.pair) for h in postings.search("s", ["sqlite"], 10)] == [
+        (1, 1),
+        (2, 1),
+        (3, 3),
+    ]
+    assert [h.turn for h in postings.search("s", ["sqlite"], 10, exclude_after=3)] == [1, 2]
+
+
+def test_topics_score_a_segment_by_all_its_turns() -> None:
+    postings = _postings()
+    postings.add(
+        "s",
+        [
+            (1, 1, "the ledger import"),
+            (2, 1, "backup the ledger"),
+            (3, 3, "ledger cents"),
+            (4, 3, "deploy with cron"),
+            (5, 5, "cron runs nightly"),
+        ],
+    )
+    postings.set_segments("s", [1, 4])
+    topics = postings.topics("s", lexical.stems(["ledger"]), 5)
+    assert [(first, last) for first, last, _ in topics] == [(1, 3)]
+    both = postings.topics("s", lexical.stems(["cron", "ledger"]), 5)
+    assert {(first, last) for first, last, _ in both} == {(1, 3), (4, 5)}
+
+
+def test_stems_follow_porter_and_fold_latin_accents() -> None:
+    assert lexical.stems(["Decided", "deciding", "databases"]) == ["decid", "databas"]
+    counts = lexical.term_counts("Café CAFE cafés, naïve_plan")
+    assert counts == {"cafe": 3, "naiv": 1, "plan": 1}
+    assert lexical.stem("русский") == "русский"  # Cyrillic keeps its marks, as in FTS5
+
+
+def test_stems_agree_with_fts5_on_real_transcripts() -> None:
+    """FTS5's porter tokenizer and ccm's stems differ on only a handful of words."""
+    fixtures = Path(__file__).parent / "fixtures"
+    texts = [p.read_text() for p in sorted((fixtures / "claude-code").glob("*.jsonl"))]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, row)")
+    db.executemany("INSERT INTO t(x) VALUES (?)", [(text,) for text in texts])
+    fts5 = {row[0] for row in db.execute("SELECT term FROM v")}
+    ours = set().union(*(lexical.term_counts(text) for text in texts))
+    assert len(fts5) > 1000
+    assert len(fts5 ^ ours) <= 0.005 * len(fts5)
