@@ -27,6 +27,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -42,11 +43,21 @@ CREATE TABLE IF NOT EXISTS postings(
     PRIMARY KEY(session, term, block)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_by_term ON postings(term);
+CREATE TABLE IF NOT EXISTS pending(
+    term TEXT NOT NULL,
+    session TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    pair INTEGER NOT NULL,
+    tf INTEGER NOT NULL,
+    length INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pending_by_term ON pending(term, session, turn);
 CREATE TABLE IF NOT EXISTS turn_stats(
     session TEXT PRIMARY KEY,
     docs INTEGER NOT NULL,
     length INTEGER NOT NULL,
-    last_turn INTEGER NOT NULL
+    last_turn INTEGER NOT NULL,
+    pending INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS spans(
     session TEXT PRIMARY KEY,
@@ -54,6 +65,8 @@ CREATE TABLE IF NOT EXISTS spans(
 );
 """
 POSTING = np.dtype([("turn", "<u4"), ("pair", "<u4"), ("tf", "<u2"), ("length", "<u2")])
+FIELDS = ("turn", "pair", "tf", "length")
+PENDING_TURNS = 256  # turns that wait as plain rows before going to the term blocks
 K1 = 1.2  # FTS5's bm25() constants, so that scores read as before
 B = 0.75
 _WORD = re.compile(r"[^\W_]+")
@@ -132,39 +145,55 @@ class Postings:
 
     def add(self, session: str, turns: Sequence[tuple[int, int, str]]) -> int:
         """Append turns (number, first turn of its exchange, text) newer than the last
-        one indexed; returns how many."""
-        last = self.last_turn(session)
+        one indexed; returns how many.
+
+        A few turns at a time (the daemon's path) wait as plain rows in ``pending``,
+        one insert per turn; when `PENDING_TURNS` have gathered, or a large batch comes,
+        they all go to the term blocks together.
+        """
+        row = self.db.execute(
+            "SELECT last_turn, pending FROM turn_stats WHERE session=?", (session,)
+        ).fetchone()
+        last, waiting = (int(row[0]), int(row[1])) if row else (0, 0)
         fresh = [turn for turn in turns if turn[0] > last]
         if not fresh:
             return 0
-        # every (turn, term) of the batch in flat lists, then grouped by term at once
-        terms: list[str] = []
-        tfs: list[int] = []
-        sizes: list[int] = []
-        lengths: list[int] = []
-        for _, _, text in fresh:
-            counts = term_counts(text)
-            terms.extend(counts)
-            tfs.extend(counts.values())
-            sizes.append(len(counts))
-            lengths.append(sum(counts.values()))
-        vocabulary = _Numbering()
-        ids = np.array(list(map(vocabulary.__getitem__, terms)), dtype=np.int64)
-        rows = np.empty(len(terms), dtype=POSTING)
-        rows["turn"] = np.repeat([turn[0] for turn in fresh], sizes)
-        rows["pair"] = np.repeat([turn[1] for turn in fresh], sizes)
-        rows["tf"] = np.minimum(tfs, 0xFFFF)
-        rows["length"] = np.repeat(np.minimum(lengths, 0xFFFF), sizes)
-        order = np.argsort(ids, kind="stable")  # by term, each term's turns in order
-        bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1))
-        for term, number in vocabulary.items():
-            self._append(session, term, rows[order[bounds[number] : bounds[number + 1]]])
-        length_sum = sum(lengths)
+        terms, rows, length = _postings(fresh)
+        if waiting + len(fresh) < PENDING_TURNS:
+            self.db.executemany(
+                "INSERT INTO pending(term, session, turn, pair, tf, length) VALUES (?,?,?,?,?,?)",
+                zip(terms, repeat(session), *(rows[f].tolist() for f in FIELDS)),
+            )
+            waiting += len(fresh)
+        else:
+            if waiting:  # older than the new turns: they go first
+                held = self.db.execute(
+                    "SELECT term, turn, pair, tf, length FROM pending WHERE session=? "
+                    "ORDER BY turn, term",
+                    (session,),
+                ).fetchall()
+                self.db.execute("DELETE FROM pending WHERE session=?", (session,))
+                terms = [r[0] for r in held] + terms
+                rows = np.concatenate([np.array([r[1:] for r in held], dtype=POSTING), rows])
+            vocabulary = _Numbering()
+            ids = np.array(list(map(vocabulary.__getitem__, terms)), dtype=np.int64)
+            order = np.argsort(ids, kind="stable")  # by term, each term's turns in order
+            bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1))
+            for term, number in vocabulary.items():
+                self._append(session, term, rows[order[bounds[number] : bounds[number + 1]]])
+            waiting = 0
         self.db.execute(
-            "INSERT INTO turn_stats(session, docs, length, last_turn) VALUES (?,?,?,?) "
-            "ON CONFLICT(session) DO UPDATE SET docs=docs+excluded.docs, "
-            "length=length+excluded.length, last_turn=excluded.last_turn",
-            (session, len(fresh), length_sum, max(turn[0] for turn in fresh)),
+            "INSERT INTO turn_stats(session, docs, length, last_turn, pending) "
+            "VALUES (?,?,?,?,?) ON CONFLICT(session) DO UPDATE SET docs=docs+excluded.docs, "
+            "length=length+excluded.length, last_turn=excluded.last_turn, "
+            "pending=excluded.pending",
+            (
+                session,
+                len(fresh),
+                length,
+                max(turn[0] for turn in fresh),
+                waiting,
+            ),
         )
         return len(fresh)
 
@@ -203,7 +232,7 @@ class Postings:
         )
 
     def drop(self, session: str) -> None:
-        for table in ("postings", "turn_stats", "spans"):
+        for table in ("postings", "pending", "turn_stats", "spans"):
             self.db.execute(f"DELETE FROM {table} WHERE session=?", (session,))
 
     # -- reading -------------------------------------------------------------
@@ -224,6 +253,22 @@ class Postings:
             )
             for name, blob in rows:
                 found.setdefault(name, {}).setdefault(term, []).append(blob)
+            waiting = (
+                self.db.execute(
+                    "SELECT session, turn, pair, tf, length FROM pending "
+                    "WHERE term=? AND session=? ORDER BY turn",
+                    (term, session),
+                )
+                if session is not None
+                else self.db.execute(
+                    "SELECT session, turn, pair, tf, length FROM pending "
+                    "WHERE term=? ORDER BY session, turn",
+                    (term,),
+                )
+            ).fetchall()
+            for name in dict.fromkeys(r[0] for r in waiting):
+                newest = np.array([r[1:] for r in waiting if r[0] == name], dtype=POSTING)
+                found.setdefault(name, {}).setdefault(term, []).append(newest.tobytes())
         return {
             name: {t: np.frombuffer(b"".join(blobs), dtype=POSTING) for t, blobs in held.items()}
             for name, held in found.items()
@@ -285,6 +330,26 @@ class Postings:
         hit = np.flatnonzero(total)
         best = hit[np.lexsort((hit, -total[hit]))][:limit]
         return [(int(firsts[i]), int(lasts[i]), float(total[i])) for i in best]
+
+
+def _postings(turns: Sequence[tuple[int, int, str]]) -> tuple[list[str], np.ndarray, int]:
+    """Every (turn, term) of `turns`: the terms, their postings, and the total length."""
+    terms: list[str] = []
+    tfs: list[int] = []
+    sizes: list[int] = []
+    lengths: list[int] = []
+    for _, _, text in turns:
+        counts = term_counts(text)
+        terms.extend(counts)
+        tfs.extend(counts.values())
+        sizes.append(len(counts))
+        lengths.append(sum(counts.values()))
+    rows = np.empty(len(terms), dtype=POSTING)
+    rows["turn"] = np.repeat([turn[0] for turn in turns], sizes)
+    rows["pair"] = np.repeat([turn[1] for turn in turns], sizes)
+    rows["tf"] = np.minimum(tfs, 0xFFFF)
+    rows["length"] = np.repeat(np.minimum(lengths, 0xFFFF), sizes)
+    return terms, rows, sum(lengths)
 
 
 def _idf(docs: int, df: int) -> float:

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,18 +59,27 @@ def test_scores_are_textbook_bm25(texts: list[str], query: list[str]) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.parametrize("pending", [3, 256])
 @settings(max_examples=40, deadline=None)
-@given(turn_texts, st.lists(st.integers(1, 7), min_size=1, max_size=40))
-def test_appending_in_any_chunks_stores_the_same_lists(texts: list[str], chunks: list[int]) -> None:
+@given(texts=turn_texts, chunks=st.lists(st.integers(1, 7), min_size=1, max_size=40))
+def test_appending_in_any_chunks_stores_the_same_lists(
+    texts: list[str], chunks: list[int], pending: int
+) -> None:
+    """Turns waiting in ``pending`` and turns in blocks read the same, however they came:
+    one batch, or chunks (some repeated) that gather and go to the blocks every few."""
     turns = [(n, n, text) for n, text in enumerate(texts, 1)]
     whole, pieces = _postings(), _postings()
     whole.add("s", turns)
-    start = 0
-    for size in chunks:
-        pieces.add("s", turns[start : start + size])
-        pieces.add("s", turns[: start + size])  # turns already indexed are not added twice
-        start += size
-    pieces.add("s", turns[start:])
+    default, lexical.PENDING_TURNS = lexical.PENDING_TURNS, pending
+    try:
+        start = 0
+        for size in chunks:
+            pieces.add("s", turns[start : start + size])
+            pieces.add("s", turns[: start + size])  # turns already indexed are not added twice
+            start += size
+        pieces.add("s", turns[start:])
+    finally:
+        lexical.PENDING_TURNS = default
     terms = sorted({lexical.stem(w) for w in WORDS})
     a, b = whole.lists("s", terms).get("s", {}), pieces.lists("s", terms).get("s", {})
     assert a.keys() == b.keys()
@@ -85,7 +95,9 @@ def test_a_long_list_keeps_few_blocks() -> None:
     blocks = postings.db.execute(
         "SELECT count(*), sum(size) FROM postings WHERE session='s' AND term='sqlite'"
     ).fetchone()
-    assert blocks[1] == 2000
+    waiting = postings.db.execute("SELECT count(*) FROM pending").fetchone()[0]
+    assert 0 < waiting < lexical.PENDING_TURNS
+    assert blocks[1] + waiting == 2000
     assert blocks[0] <= 2 * math.log2(2000) + 1
     listed = postings.lists("s", ["sqlite"])["s"]["sqlite"]["turn"]
     assert np.array_equal(listed, np.arange(1, 2001))
