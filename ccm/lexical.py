@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS spans(
 POSTING = np.dtype([("turn", "<u4"), ("pair", "<u4"), ("tf", "<u2"), ("length", "<u2")])
 FIELDS = ("turn", "pair", "tf", "length")
 PENDING_TURNS = 256  # turns that wait as plain rows before going to the term blocks
+BATCH_TURNS = 20_000  # turns tokenised at once on a large import
 K1 = 1.2  # FTS5's bm25() constants, so that scores read as before
 B = 0.75
 _WORD = re.compile(r"[^\W_]+")
@@ -158,6 +159,10 @@ class Postings:
         fresh = [turn for turn in turns if turn[0] > last]
         if not fresh:
             return 0
+        if len(fresh) > BATCH_TURNS:  # memory stays bounded on a large import
+            for start in range(0, len(fresh), BATCH_TURNS):
+                self.add(session, fresh[start : start + BATCH_TURNS])
+            return len(fresh)
         terms, rows, length = _postings(fresh)
         if waiting + len(fresh) < PENDING_TURNS:
             self.db.executemany(

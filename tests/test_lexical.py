@@ -59,19 +59,22 @@ def test_scores_are_textbook_bm25(texts: list[str], query: list[str]) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
-@pytest.mark.parametrize("pending", [3, 256])
+@pytest.mark.parametrize(("pending", "batch"), [(3, 5), (256, 20_000)])
 @settings(max_examples=40, deadline=None)
 @given(texts=turn_texts, chunks=st.lists(st.integers(1, 7), min_size=1, max_size=40))
 def test_appending_in_any_chunks_stores_the_same_lists(
-    texts: list[str], chunks: list[int], pending: int
+    texts: list[str], chunks: list[int], pending: int, batch: int
 ) -> None:
     """Turns waiting in ``pending`` and turns in blocks read the same, however they came:
-    one batch, or chunks (some repeated) that gather and go to the blocks every few."""
+    one import (tokenised `batch` turns at a time), or chunks (some repeated) that
+    gather and go to the blocks every `pending` turns."""
     turns = [(n, n, text) for n, text in enumerate(texts, 1)]
     whole, pieces = _postings(), _postings()
-    whole.add("s", turns)
-    default, lexical.PENDING_TURNS = lexical.PENDING_TURNS, pending
+    default = lexical.PENDING_TURNS, lexical.BATCH_TURNS
+    lexical.BATCH_TURNS = batch
     try:
+        whole.add("s", turns)
+        lexical.PENDING_TURNS = pending
         start = 0
         for size in chunks:
             pieces.add("s", turns[start : start + size])
@@ -79,7 +82,7 @@ def test_appending_in_any_chunks_stores_the_same_lists(
             start += size
         pieces.add("s", turns[start:])
     finally:
-        lexical.PENDING_TURNS = default
+        lexical.PENDING_TURNS, lexical.BATCH_TURNS = default
     terms = sorted({lexical.stem(w) for w in WORDS})
     a, b = whole.lists("s", terms).get("s", {}), pieces.lists("s", terms).get("s", {})
     assert a.keys() == b.keys()
