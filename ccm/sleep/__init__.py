@@ -1,0 +1,1 @@
+"""Nightly consolidation: conclusions linked into a graph, conflicts settled, trust scored."""
