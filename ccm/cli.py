@@ -891,5 +891,260 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"last error: {report['last_error']}")
 
 
+# ---------------------------------------------------------------- sleep jobs
+
+
+@main.command()
+@click.option(
+    "--session",
+    "-s",
+    "sessions_",
+    multiple=True,
+    help="Only this session, read again even if unchanged (repeat for several).",
+)
+@click.option("--since", metavar="DATE", help="Leave out sessions with no turn from DATE on.")
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the sleep report as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def consolidate(
+    ctx: click.Context, sessions_: tuple[str, ...], since: str | None, dry_run: bool, as_json: bool
+) -> None:
+    """Consolidate conclusions into notes, the graph and a sleep report (nightly).
+
+    Reads the sessions whose raw.jsonl or events.jsonl changed since the last run,
+    writes artifacts/<type>/<slug>.md for each conclusion, a note per session,
+    network/nodes.json and edges.json, and reports/<date>.md. A second run with
+    nothing new writes nothing; a note you edited is never overwritten.
+    """
+    from contextlib import ExitStack
+
+    from ccm.sleep.consolidate import consolidate as run
+
+    store = _store(ctx)
+    bound = _day_bound(since, "--since", end=False)
+    with ExitStack() as stack:
+        bar: Any = None
+
+        def start(count: int) -> None:
+            nonlocal bar
+            if not as_json and count >= 10 and sys.stderr.isatty():
+                bar = stack.enter_context(
+                    click.progressbar(length=count, label="Consolidating", file=sys.stderr)
+                )
+
+        def progress(step: int) -> None:
+            if bar is not None:
+                bar.update(step)
+
+        report = run(store, list(sessions_) or None, bound, dry_run, progress=progress, start=start)
+    if as_json:
+        _emit_json(report.as_dict())
+        return
+    _print_consolidation(report)
+
+
+def _print_consolidation(report: Any) -> None:
+    data = report.as_dict()
+    found = data["artifacts"]
+    prefix = "Dry run: would write" if report.dry_run else "Wrote"
+    if not report.changed:
+        click.echo("Nothing new since the last consolidation; no file changed.")
+    else:
+        click.echo(
+            f"Consolidated {len(report.consolidated)} session(s), {report.unchanged} unchanged: "
+            f"{len(found['new'])} new and {len(found['changed'])} changed artifact(s), "
+            f"{len(found['kept_edits'])} of your edits kept."
+        )
+        click.echo(
+            f"Graph: {report.nodes} conclusions, {report.edges} edges, "
+            f"{report.conflicts_total} conflicts ({len(report.new_conflicts)} new)."
+        )
+        click.echo(f"{prefix} {len(report.written)} file(s).")
+    for outcome in found["kept_edits"]:
+        click.echo(f"  kept your edit: {outcome['path']}: {outcome.get('detail', '')}")
+    for skipped in report.skipped:
+        click.echo(f"  skipped {skipped['session']}: {skipped['why']}", err=True)
+    if report.report_path:
+        click.echo(f"Report: {report.report_path}")
+
+
+@main.command("export")
+@click.option(
+    "--layer",
+    type=click.IntRange(0, 3),
+    default=1,
+    show_default=True,
+    help="Leave out every conclusion below this abstraction layer.",
+)
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def export_(ctx: click.Context, layer: int, folder: str, as_json: bool) -> None:
+    """Write a shareable vault: the conclusions on --layer or above, private detail removed.
+
+    From layer 1 up every text goes through redaction (paths, e-mails, keys, hosts,
+    identifying numbers); verbatim quotes, summaries and session notes are never
+    exported. FOLDER must be empty or hold an earlier export.
+    """
+    from pathlib import Path
+
+    from ccm.sleep.network import export
+
+    done = export(_store(ctx), layer, Path(folder))
+    if as_json:
+        _emit_json(
+            {
+                "folder": str(done.folder),
+                "layer": done.layer,
+                "notes": done.notes,
+                "left_out": done.left_out,
+                "removed": done.removed,
+            }
+        )
+        return
+    click.echo(
+        f"Exported {done.notes} conclusion(s) on layer {done.layer} and up to {done.folder} "
+        f"({done.left_out} left out)."
+    )
+
+
+@main.group(invoke_without_command=True)
+@click.option(
+    "--top", type=click.IntRange(min=1), default=20, show_default=True, help="Conclusions shown."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the conclusions as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def graph(ctx: click.Context, top: int, as_json: bool) -> None:
+    """The conclusion graph: the most trusted conclusions, with their edges.
+
+    Built by `ccm consolidate`. Subcommands explain a score or export the graph.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from ccm.sleep.network import load
+
+    network = load(_store(ctx))
+    ranked = sorted(network.records, key=lambda r: (-float(r["confidence"]), str(r["id"])))[:top]
+    edges_of: dict[str, list[Any]] = {}
+    for edge in network.edges:
+        edges_of.setdefault(edge.source, []).append(("->", edge.type, edge.target, edge))
+        edges_of.setdefault(edge.target, []).append(("<-", edge.type, edge.source, edge))
+    if as_json:
+        _emit_json(
+            {
+                "nodes": len(network.records),
+                "edges": len(network.edges),
+                "top": [
+                    {
+                        **record,
+                        "edges": [
+                            {
+                                "direction": "out" if arrow == "->" else "in",
+                                "type": kind,
+                                "other": other,
+                                "weight": edge.weight,
+                                "evidence": edge.evidence,
+                            }
+                            for arrow, kind, other, edge in edges_of.get(record["id"], [])
+                        ],
+                    }
+                    for record in ranked
+                ],
+            }
+        )
+        return
+    click.echo(f"{len(network.records)} conclusions, {len(network.edges)} edges")
+    for record in ranked:
+        text = " ".join(str(record["text"]).split())
+        click.echo(
+            f"{float(record['confidence']):.2f}  {record['status']:<12} {record['kind']:<12} "
+            f"{record['id']}  {text[:80]}"
+        )
+        for arrow, kind, other, edge in edges_of.get(record["id"], []):
+            click.echo(f"      {arrow} {kind} {other} ({edge.weight:.2f})")
+
+
+@graph.command("explain")
+@click.argument("node")
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+@click.pass_context
+@_errors_as_exit_codes
+def graph_explain(ctx: click.Context, node: str, as_json: bool) -> None:
+    """Why a conclusion has its confidence: its supporters, challenges and sessions.
+
+    NODE is an id (ledger-sync/seg_1), an artifact path or its file name.
+    """
+    from ccm.sleep.graph import explain
+    from ccm.sleep.network import load
+
+    network = load(_store(ctx))
+    found = explain(
+        network.find(node), network.nodes, network.edges, network.status, network.scores
+    )
+    if as_json:
+        _emit_json(found)
+        return
+    click.echo(
+        f"{found['id']} · {found['kind']} · {found['status']} · confidence {found['score']:.2f}"
+    )
+    click.echo(f"  {' '.join(found['text'].split())}")
+    click.echo(
+        f"  detected with {found['base']:.2f}; status factor {found['factor']:.1f}; "
+        f"independent sessions: {', '.join(found['sessions']) or 'none'}"
+    )
+    click.echo(f"  supported by ({len(found['supporters'])}):")
+    for item in found["supporters"]:
+        click.echo(
+            f"    {item['score']:.2f} x {item['weight']:.2f} {item['id']} via {item['via']} "
+            f"(session {item['session']}): {item['evidence']}"
+        )
+    click.echo(f"  contradictions that failed ({len(found['failed_contradictions'])}):")
+    for item in found["failed_contradictions"]:
+        click.echo(f"    {item['id']}: {item['evidence']}")
+    click.echo(f"  challenged by ({len(found['challenged_by'])}):")
+    for item in found["challenged_by"]:
+        click.echo(f"    {item['id']} ({item['type']}): {item['evidence']}")
+
+
+@graph.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["graphml", "json"]),
+    default="graphml",
+    show_default=True,
+    help="GraphML (Gephi, yEd, Cytoscape) or one JSON document.",
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="Write here (default: stdout)."
+)
+@click.pass_context
+@_errors_as_exit_codes
+def graph_export(ctx: click.Context, fmt: str, output: str | None) -> None:
+    """Export the conclusion graph with every node's status and confidence."""
+    from pathlib import Path
+
+    from ccm.sleep.network import graph_json, load
+    from ccm.store import atomic_write
+
+    network = load(_store(ctx))
+    if fmt == "json":
+        text = json.dumps(graph_json(network), ensure_ascii=False, indent=1) + "\n"
+    else:
+        import networkx
+
+        from ccm.sleep.graph import to_networkx
+
+        nx_graph = to_networkx(network.nodes, network.edges, network.scores, network.status)
+        text = "\n".join(networkx.generate_graphml(nx_graph)) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write(Path(output).absolute(), text.encode("utf-8", "surrogatepass"))
+
+
 if __name__ == "__main__":
     main()

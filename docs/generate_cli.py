@@ -27,7 +27,11 @@ def render() -> str:
     parts = ["# ccm command reference\n", "Generated from `--help` by `make docs`; do not edit.\n"]
     commands: list[tuple[str, list[str]]] = [("ccm", [])]
     assert isinstance(main, click.Group)
-    commands += [(f"ccm {name}", [name]) for name in sorted(main.commands)]
+    for name in sorted(main.commands):
+        commands.append((f"ccm {name}", [name]))
+        group = main.commands[name]
+        if isinstance(group, click.Group):
+            commands += [(f"ccm {name} {sub}", [name, sub]) for sub in sorted(group.commands)]
     for title, args in commands:
         result = runner.invoke(main, [*args, "--help"], prog_name="ccm", terminal_width=100)
         parts.append(f"## {title}\n\n```\n{result.output.rstrip()}\n```\n")

@@ -1,0 +1,504 @@
+"""From a session's manifest to graph nodes, and from the settled graph to markdown notes.
+
+Pure functions: the consolidation job reads the store, calls these, and writes what they
+return. A note is a function of its session records and the graph only (no clock), so
+consolidating the same sessions from scratch gives the same vault byte for byte.
+
+Notes, as an Obsidian vault sees them:
+
+* ``artifacts/<kind>/<slug>.md``, one per conclusion of a concluded segment: frontmatter
+  (id, type, status, confidence, layer, sources, tags, aliases, created, updated,
+  links, content_hash), then the conclusion, its context, the verbatim evidence with
+  its turn numbers, and a Related list of wikilinks;
+* ``chats/<session>/<session>.md``, one per session: title, dates, each segment with
+  its summary and a link to its conclusion's artifact.
+
+Every conclusion is a node of the graph, also the one of a segment still open (a
+question was raised after it): it may supersede an older conclusion, and its artifact
+is written once the segment is concluded.
+
+Links are written as vault paths (``[[artifacts/decision/use-sqlite|...]]``), which
+resolve the same whatever other notes share a file name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from ccm.sleep import notes
+from ccm.sleep.graph import Conflict, Edge, Node
+from ccm.sleep.ladder import layer
+
+QUOTE_CHARS = 2000  # longest verbatim quote kept in an artifact
+RELATED_MAX = 40  # related notes listed in a body (the frontmatter keeps every link)
+SLUG_WORDS = 7
+SLUG_CHARS = 60
+
+
+class Evidence(TypedDict):
+    turn: int
+    role: str
+    ts: str
+    text: str
+    clipped: bool
+
+
+class SegmentRecord(TypedDict):
+    id: str
+    raw_lines: list[int]
+    summary: str
+    status: str
+    lifecycle: str
+    topic: list[str]
+    conclusion: dict[str, Any] | None
+    ts: str  # when its conclusion was said ("" without one)
+    evidence: list[Evidence]
+
+
+class SessionRecord(TypedDict):
+    session: str
+    title: str | None
+    source: str | None
+    turns: int
+    first_ts: str | None
+    last_ts: str | None
+    segments: list[SegmentRecord]
+
+
+# ---------------------------------------------------------------- reading a session
+
+
+def evidence_turns(manifest: dict[str, Any]) -> set[int]:
+    """The turns an artifact quotes: each conclusion's turn, and the turn before it
+    when the detector says the conclusion confirms it."""
+    wanted: set[int] = set()
+    for segment in manifest.get("segments", []):
+        conclusion = segment.get("conclusion")
+        if not conclusion:
+            continue
+        wanted.add(int(conclusion["turn"]))
+        if "previous turn" in str(conclusion.get("reason", "")) and conclusion["turn"] > 1:
+            wanted.add(int(conclusion["turn"]) - 1)
+    return wanted
+
+
+def session_record(
+    manifest: dict[str, Any],
+    turns: dict[int, dict[str, Any]],
+    title: str | None,
+    source: str | None,
+    first_ts: str | None,
+    last_ts: str | None,
+) -> SessionRecord:
+    """What consolidation keeps of a session: its segments, with each conclusion's time
+    and verbatim evidence (`turns` holds at least the `evidence_turns`)."""
+    segments: list[SegmentRecord] = []
+    for segment in manifest.get("segments", []):
+        conclusion = segment.get("conclusion")
+        evidence: list[Evidence] = []
+        ts = ""
+        if conclusion:
+            said = turns.get(int(conclusion["turn"]))
+            ts = str(said["ts"]) if said else (last_ts or "")
+            numbers = [int(conclusion["turn"])]
+            if "previous turn" in str(conclusion.get("reason", "")):
+                numbers.insert(0, numbers[0] - 1)
+            for number in numbers:
+                turn = turns.get(number)
+                if turn is None:
+                    continue
+                text = str(turn["content"])
+                evidence.append(
+                    {
+                        "turn": number,
+                        "role": str(turn["role"]),
+                        "ts": str(turn["ts"]),
+                        "text": text[:QUOTE_CHARS],
+                        "clipped": len(text) > QUOTE_CHARS,
+                    }
+                )
+        segments.append(
+            {
+                "id": str(segment["id"]),
+                "raw_lines": [int(n) for n in segment["raw_lines"]],
+                "summary": str(segment.get("summary", "")),
+                "status": str(segment.get("status", "open")),
+                "lifecycle": str(segment.get("lifecycle", "active")),
+                "topic": [str(t) for t in segment.get("topic", [])],
+                "conclusion": dict(conclusion) if conclusion else None,
+                "ts": ts,
+                "evidence": evidence,
+            }
+        )
+    return {
+        "session": str(manifest["session"]),
+        "title": title,
+        "source": source,
+        "turns": int(manifest.get("turns", 0)),
+        "first_ts": first_ts,
+        "last_ts": last_ts,
+        "segments": segments,
+    }
+
+
+def nodes_of(record: SessionRecord) -> list[Node]:
+    """A node for each conclusion (of a concluded or an open segment); the engine's `superseded_by`
+    (a turn) becomes the id of the node said at that turn."""
+    session = record["session"]
+    at_turn = {
+        int(s["conclusion"]["turn"]): f"{session}/{s['id']}"
+        for s in record["segments"]
+        if s["conclusion"]
+    }
+    found = []
+    for segment in record["segments"]:
+        conclusion = segment["conclusion"]
+        if not conclusion:
+            continue
+        later = conclusion.get("superseded_by")
+        found.append(
+            Node(
+                id=f"{session}/{segment['id']}",
+                session=session,
+                segment=segment["id"],
+                kind=str(conclusion["kind"]),
+                text=str(conclusion["text"]),
+                turn=int(conclusion["turn"]),
+                ts=segment["ts"],
+                topic=tuple(segment["topic"]),
+                base=float(conclusion["confidence"]),
+                superseded_by=at_turn.get(int(later)) if later else None,
+            )
+        )
+    return found
+
+
+# ---------------------------------------------------------------- names
+
+
+_SLUG_WORD = re.compile(r"[a-z0-9]+")
+_FILLER = (
+    "a an the and or but of to in on at for with by from as is are was were be been it its "
+    "this that these those we i you our my your us so then now ok okay yes lets thats "
+    "decision decided final change plan takeaway conclusion verdict done fixed"
+)
+_STOP = frozenset(_FILLER.split())
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def title(text: str) -> str:
+    """The first sentence of a conclusion, short enough for a heading and a link."""
+    flat = " ".join(text.split())
+    first = _SENTENCE_END.split(flat, maxsplit=1)[0]
+    return notes.clip(first, 90)
+
+
+def slug(text: str) -> str:
+    """File name stem from a conclusion's words: lowercase, no filler, at most 60 chars."""
+    lowered = text.lower().replace("'", "")
+    words = [w for w in _SLUG_WORD.findall(lowered) if w not in _STOP] or _SLUG_WORD.findall(
+        lowered
+    )
+    stem = ""
+    for word in words[:SLUG_WORDS]:
+        grown = f"{stem}-{word}" if stem else word
+        if len(grown) > SLUG_CHARS:
+            break
+        stem = grown
+    return stem or "conclusion"
+
+
+def _order(node: Node) -> tuple[str, int, str]:
+    return (node.ts, node.turn, node.id)
+
+
+def assign_paths(
+    nodes: Sequence[Node],
+    known: dict[str, str],
+    owner: Callable[[str], str | None],
+) -> dict[str, str]:
+    """Each node's vault path (``artifacts/<kind>/<slug>``, no ``.md``).
+
+    A node keeps the path it already has (`known`, from earlier runs) while its kind is
+    the same; a new one gets its slug, or ``<slug>-2``... in time order when taken by
+    another node or by a file `owner` says belongs to another id (or to a person).
+    """
+    paths: dict[str, str] = {}
+    taken: set[str] = set()
+    for node in sorted(nodes, key=_order):
+        path = known.get(node.id)
+        if path and path.startswith(f"artifacts/{node.kind}/") and path not in taken:
+            paths[node.id] = path
+            taken.add(path)
+    for node in sorted(nodes, key=_order):
+        if node.id in paths:
+            continue
+        stem = f"artifacts/{node.kind}/{slug(node.text)}"
+        number = 1
+        while True:
+            path = stem if number == 1 else f"{stem}-{number}"
+            if path not in taken and owner(path) in (None, node.id):
+                break
+            number += 1
+        paths[node.id] = path
+        taken.add(path)
+    return paths
+
+
+def session_path(session: str) -> str:
+    return f"chats/{session}/{session}"
+
+
+def _tag(word: str) -> str | None:
+    """An Obsidian tag: letters, digits, _ - /, not only digits."""
+    tag = re.sub(r"[^\w/-]+", "-", word.lower()).strip("-/")
+    return tag if tag and not tag.isdigit() else None
+
+
+# ---------------------------------------------------------------- the settled graph
+
+
+@dataclass
+class Graph:
+    """Nodes, edges and what the sleep jobs concluded about them."""
+
+    nodes: dict[str, Node]
+    edges: list[Edge]
+    status: dict[str, str]
+    scores: dict[str, float]
+    conflicts: list[Conflict]
+    paths: dict[str, str]
+    sweeps: int = 0
+    converged: bool = True
+    layers: dict[str, int] = field(default_factory=dict)
+    outgoing: dict[str, list[Edge]] = field(default_factory=dict)
+    incoming: dict[str, list[Edge]] = field(default_factory=dict)
+    lost_to: dict[str, Conflict] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layers = {i: layer(n.text, n.kind) for i, n in self.nodes.items()}
+        outgoing: defaultdict[str, list[Edge]] = defaultdict(list)
+        incoming: defaultdict[str, list[Edge]] = defaultdict(list)
+        for edge in self.edges:
+            outgoing[edge.source].append(edge)
+            incoming[edge.target].append(edge)
+        self.outgoing, self.incoming = dict(outgoing), dict(incoming)
+        for conflict in self.conflicts:
+            if self.status.get(conflict.loser, "active") != "active":
+                self.lost_to.setdefault(conflict.loser, conflict)
+
+    def score(self, node_id: str) -> float:
+        return round(self.scores.get(node_id, 0.0), 3)
+
+    def label(self, node_id: str) -> str:
+        return title(self.nodes[node_id].text)
+
+    def mention(self, node_id: str) -> str:
+        """A wikilink to the node's artifact, or, for a conclusion of a segment still
+        open (no artifact yet), its words and where it was said."""
+        path = self.paths.get(node_id)
+        if path is not None:
+            return notes.wikilink(path, self.label(node_id))
+        node = self.nodes[node_id]
+        return (
+            f"\u201c{notes.inline(self.label(node_id))}\u201d ({node.session} {node.segment}, "
+            "a segment still open)"
+        )
+
+
+RELATION_OUT = {
+    "supersedes": "supersedes",
+    "contradicts": "contradicts",
+    "supports": "supports",
+    "generalizes": "generalizes",
+    "derived_from": "builds on",
+}
+RELATION_IN = {
+    "supersedes": "superseded by",
+    "contradicts": "contradicted by",
+    "supports": "supported by",
+    "generalizes": "generalized by",
+    "derived_from": "built on by",
+}
+
+
+def _related(graph: Graph, node_id: str) -> list[tuple[str, str, Edge]]:
+    """(relation, other node, edge) for every edge of a node, strongest relations first."""
+    rank = {t: i for i, t in enumerate(RELATION_OUT)}
+    found = [(RELATION_OUT[e.type], e.target, e) for e in graph.outgoing.get(node_id, [])]
+    found += [(RELATION_IN[e.type], e.source, e) for e in graph.incoming.get(node_id, [])]
+    found = [f for f in found if f[1] in graph.nodes and f[1] != node_id]
+    found.sort(key=lambda f: (rank[f[2].type], -f[2].weight, f[1], f[0]))
+    return found
+
+
+def _source(record: SegmentRecord, session: str, turn: int) -> dict[str, Any]:
+    return {
+        "session": session,
+        "segment": record["id"],
+        "raw_lines": list(record["raw_lines"]),
+        "turn": turn,
+    }
+
+
+def _when(ts: str) -> str:
+    return ts[:16].replace("T", " ") if ts else "unknown time"
+
+
+def artifact_note(
+    graph: Graph,
+    node_id: str,
+    segments: dict[str, SegmentRecord],
+) -> tuple[str, list[dict[str, Any]]]:
+    """The artifact of one conclusion, and its sources (for merging into a note a
+    person edited). `segments` maps node ids to their segment records."""
+    node = graph.nodes[node_id]
+    record = segments[node_id]
+    status = graph.status.get(node_id, "active")
+    related = _related(graph, node_id)
+    sources = [_source(record, node.session, node.turn)]
+    seen = {node.session + "/" + record["id"]}
+    updated = node.ts
+    for relation, other, _ in related:
+        if relation not in ("supports", "supported by"):
+            continue
+        other_node = graph.nodes[other]
+        if other_node.session == node.session or other in seen:
+            continue
+        seen.add(other)
+        sources.append(_source(segments[other], other_node.session, other_node.turn))
+        updated = max(updated, other_node.ts)
+    lost = graph.lost_to.get(node_id)
+    if lost is not None and lost.winner in graph.nodes:
+        updated = max(updated, graph.nodes[lost.winner].ts)
+    tags = [node.kind, f"status/{status}", f"layer/{graph.layers[node_id]}"]
+    for word in node.topic:
+        tag = _tag(word)
+        if tag and tag not in tags:
+            tags.append(f"topic/{tag}")
+    heading = title(node.text)
+    fields: dict[str, Any] = {
+        "id": node_id,
+        "type": node.kind,
+        "status": status,
+        "confidence": graph.score(node_id),
+        "layer": graph.layers[node_id],
+        "sources": sources,
+        "tags": tags,
+        "aliases": [notes.link_label(heading, 90)],
+        "created": node.ts,
+        "updated": updated,
+        "links": [
+            {"type": edge.type, "direction": "out" if edge.source == node_id else "in", "id": other}
+            for _, other, edge in related
+        ],
+    }
+    session_link = notes.wikilink(session_path(node.session), node.session)
+    lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text), ""]
+    lines.append(
+        f"*{node.kind} · {status} · confidence {graph.score(node_id):.2f} "
+        f"(detected {node.base:.2f}) · layer {graph.layers[node_id]}*"
+    )
+    lines.append("")
+    if lost is not None and lost.winner in graph.nodes:
+        verb = "Superseded" if status == "superseded" else "Contradicted"
+        lines += [
+            f"> [!warning] {verb} by {graph.mention(lost.winner)}",
+            f"> {notes.inline(lost.reason)}",
+            "",
+        ]
+    first, last = record["raw_lines"]
+    conclusion = record["conclusion"] or {}
+    lines += [
+        "## Context",
+        "",
+        f"From {session_link}, {record['id']} (turns {first}-{last}), {_when(node.ts)}; "
+        f"the segment is {record['lifecycle']}.",
+    ]
+    if record["topic"]:
+        lines.append(f"Topic: {notes.inline(', '.join(record['topic']))}.")
+    if conclusion.get("reason"):
+        lines.append(f"Detected by: {notes.inline(str(conclusion['reason']))}.")
+    lines += ["", notes.inline(record["summary"]) or "(no summary)", "", "## Evidence", ""]
+    for quote in record["evidence"]:
+        cut = " (clipped; the whole turn: `ccm show " + node.session + f" --turns {quote['turn']}`)"
+        lines.append(
+            f"Turn {quote['turn']} · {quote['role']} · {_when(quote['ts'])}"
+            + (cut if quote["clipped"] else "")
+        )
+        lines.append("")
+        lines.append(notes.fenced(quote["text"]))
+    if not record["evidence"]:
+        lines += ["(the turn is no longer in raw.jsonl)", ""]
+    lines += ["## Related", ""]
+    for relation, other, edge in related[:RELATED_MAX]:
+        lines.append(
+            f"- {relation} {graph.mention(other)} "
+            f"({edge.weight:.2f}): {notes.inline(edge.evidence)}"
+        )
+    if len(related) > RELATED_MAX:
+        lines.append(f"- \u2026 and {len(related) - RELATED_MAX} more (see `links` above)")
+    lines.append(f"- session {session_link}")
+    return notes.render(fields, "\n".join(lines) + "\n"), sources
+
+
+def session_note(record: SessionRecord, graph: Graph) -> str:
+    """The note of a session: what was talked about, segment by segment."""
+    session = record["session"]
+    heading = record["title"] or session
+    concluded = sum(1 for s in record["segments"] if s["status"] == "concluded")
+    fields: dict[str, Any] = {
+        "id": f"session/{session}",
+        "type": "session",
+        "status": "active",
+        "session": session,
+        "turns": record["turns"],
+        "tags": ["session"] + ([f"source/{t}"] if (t := _tag(record["source"] or "")) else []),
+        "aliases": [notes.link_label(heading, 90)] if heading != session else [],
+        "created": record["first_ts"] or "",
+        "updated": record["last_ts"] or "",
+    }
+    lines = [
+        f"# {notes.inline(heading)}",
+        "",
+        f"Session `{session}`: {record['turns']} turns from {_when(record['first_ts'] or '')} "
+        f"to {_when(record['last_ts'] or '')}; {len(record['segments'])} segments, "
+        f"{concluded} concluded.",
+        "",
+        "## Segments",
+        "",
+    ]
+    for segment in record["segments"]:
+        first, last = segment["raw_lines"]
+        lines.append(
+            f"### {segment['id']} · turns {first}-{last} · {segment['status']} · "
+            f"{segment['lifecycle']}"
+        )
+        lines.append("")
+        if segment["topic"]:
+            lines.append(f"Topic: {notes.inline(', '.join(segment['topic']))}.")
+            lines.append("")
+        lines.append(notes.inline(segment["summary"]) or "(no summary)")
+        node_id = f"{session}/{segment['id']}"
+        if segment["conclusion"] and node_id in graph.nodes:
+            status = graph.status.get(node_id, "active")
+            lines.append("")
+            lines.append(
+                f"Conclusion ({segment['conclusion']['kind']}, {status}, confidence "
+                f"{graph.score(node_id):.2f}): {graph.mention(node_id)}"
+            )
+        lines.append("")
+    return notes.render(fields, "\n".join(lines))
+
+
+def segments_by_node(records: Iterable[SessionRecord]) -> dict[str, SegmentRecord]:
+    return {
+        f"{record['session']}/{segment['id']}": segment
+        for record in records
+        for segment in record["segments"]
+        if segment["conclusion"]
+    }

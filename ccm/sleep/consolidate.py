@@ -1,0 +1,478 @@
+"""`ccm consolidate`: the nightly sleep job, from sessions to a vault of notes and a graph.
+
+One run:
+
+1. finds the sessions whose raw.jsonl or events.jsonl changed since the last run (size,
+   mtime, inode, kept in ``.ccm/sleep.json``), brings their tiers up to date and reads
+   what consolidation needs of them (segments, conclusions, the quoted turns); the
+   other sessions come from the cache;
+2. builds the conclusion graph of every consolidated session (`graph.link`), settles
+   its conflicts (`graph.resolve`), lets confidence flow to its fixed point
+   (`graph.propagate`) and places each conclusion on the abstraction ladder;
+3. renders every note (artifacts, session notes) and writes those whose text changed,
+   never over a person's edit: a note whose content hash no longer matches is the
+   person's, and only gains the new sources in its frontmatter;
+4. writes ``network/nodes.json`` and ``network/edges.json`` when they changed, and a
+   report ``reports/<date>.md`` when anything was consolidated.
+
+With nothing new, a run writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ccm.errors import CCMError, SchemaError
+from ccm.sleep import artifacts, notes, vault
+from ccm.sleep.artifacts import Graph, SessionRecord
+from ccm.sleep.graph import link, propagate, resolve
+from ccm.store import Store
+
+log = logging.getLogger(__name__)
+
+CHANGES_SHOWN = 10  # confidence changes listed in a report
+MIN_CHANGE = 0.005
+
+
+@dataclass
+class Outcome:
+    """What happened to one note."""
+
+    path: str  # relative to the root, with .md
+    action: str  # new, changed, restored, merged, kept, unreadable
+    node: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"path": self.path, "action": self.action}
+        if self.node is not None:
+            found["id"] = self.node
+        if self.detail:
+            found["detail"] = self.detail
+        return found
+
+
+@dataclass
+class Report:
+    """The run, for the sleep report and `--json`."""
+
+    date: str
+    run_at: str
+    dry_run: bool
+    consolidated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    nodes: int = 0
+    edges: int = 0
+    edge_types: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    layers: dict[str, int] = field(default_factory=dict)
+    sweeps: int = 0
+    converged: bool = True
+    conflicts_total: int = 0
+    new_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    confidence_changes: list[dict[str, Any]] = field(default_factory=list)
+    network_written: list[str] = field(default_factory=list)
+    report_path: str | None = None
+    written: list[str] = field(default_factory=list)
+    titles: dict[str, str] = field(default_factory=dict)  # node id -> title, for the report
+    paths: dict[str, str] = field(default_factory=dict)  # node id -> vault path
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.consolidated or self.removed or self.written)
+
+    def notes_by(self, action: str, artifact: bool | None = None) -> list[Outcome]:
+        return [
+            o
+            for o in self.outcomes
+            if o.action == action
+            and (artifact is None or o.path.startswith("artifacts/") == artifact)
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        def listed(action: str, artifact: bool) -> list[dict[str, Any]]:
+            return [
+                {**o.as_dict(), "title": self.titles.get(o.node or "", "")}
+                if artifact
+                else o.as_dict()
+                for o in self.notes_by(action, artifact)
+            ]
+
+        return {
+            "date": self.date,
+            "run_at": self.run_at,
+            "dry_run": self.dry_run,
+            "sessions": {
+                "consolidated": self.consolidated,
+                "unchanged": self.unchanged,
+                "removed": self.removed,
+                "skipped": self.skipped,
+            },
+            "artifacts": {
+                "new": listed("new", True),
+                "changed": listed("changed", True) + listed("restored", True),
+                "kept_edits": [
+                    o.as_dict()
+                    for o in self.outcomes
+                    if o.action in ("merged", "kept", "unreadable")
+                ],
+                "total": self.nodes,
+            },
+            "session_notes": {
+                "new": len(self.notes_by("new", False)),
+                "changed": len(self.notes_by("changed", False))
+                + len(self.notes_by("restored", False)),
+            },
+            "network": {
+                "nodes": self.nodes,
+                "edges": self.edges,
+                "edge_types": self.edge_types,
+                "statuses": self.statuses,
+                "layers": self.layers,
+                "sweeps": self.sweeps,
+                "converged": self.converged,
+                "written": self.network_written,
+            },
+            "conflicts": {"total": self.conflicts_total, "new": self.new_conflicts},
+            "confidence_changes": self.confidence_changes,
+            "report": self.report_path,
+            "files_written": len(self.written),
+        }
+
+
+# ---------------------------------------------------------------- reading sessions
+
+
+def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | str:
+    """A session's record, or why it was skipped."""
+    from ccm import derive
+
+    if not store.raw_path(session).exists():
+        return "no raw.jsonl"
+    if dry_run:
+        if not (store.session_dir(session) / "manifest.yaml").exists():
+            return "not derived yet (a run without --dry-run derives it)"
+        manifest = store.read_derived(session, "manifest.yaml", "manifest")
+    else:
+        manifest = derive.update(store, session).tiers.manifest
+    wanted = artifacts.evidence_turns(manifest)
+    turns: dict[int, dict[str, Any]] = {}
+    first_ts = last_ts = title = source = None
+    for line in store.scan_turns(session):
+        turn = line.record
+        if turn is None:
+            continue
+        first_ts = first_ts or turn["ts"]
+        last_ts = turn["ts"]
+        meta = turn.get("meta") or {}
+        title = title or meta.get("title")
+        source = source or turn.get("source")
+        if turn["turn"] in wanted:
+            turns[turn["turn"]] = turn
+    return artifacts.session_record(manifest, turns, title, source, first_ts, last_ts)
+
+
+def _last_ts(store: Store, session: str) -> str:
+    tail = store.tail_turns(session, 1)
+    return str(tail[0]["ts"]) if tail else ""
+
+
+# ---------------------------------------------------------------- the run
+
+
+def consolidate(
+    store: Store,
+    sessions: Sequence[str] | None = None,
+    since: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+    start: Callable[[int], None] | None = None,
+    now: datetime | None = None,
+) -> Report:
+    """Consolidate what changed since the last run; see the module docstring.
+
+    `sessions` forces those sessions to be read again (and only those); `since`
+    (an ISO date or time) leaves out sessions whose last turn is older. `start` is
+    called with the number of sessions to read, `progress` after each one.
+    """
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    report = Report(
+        date=moment.strftime("%Y-%m-%d"),
+        run_at=moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        dry_run=dry_run,
+    )
+    root = store.root
+    state = vault.load_state(store)
+    cached: dict[str, Any] = state.get("sessions", {})
+    present = store.sessions()
+    for name in sessions or ():
+        store.require_session(name)
+    chosen = list(sessions) if sessions else present
+    to_read: list[str] = []
+    signatures: dict[str, list[int]] = {}
+    for session in chosen:
+        signatures[session] = vault.signature(store, session)
+        entry = cached.get(session)
+        if sessions or entry is None or entry.get("signature") != signatures[session]:
+            if since and _last_ts(store, session)[: len(since)] < since:
+                report.skipped.append({"session": session, "why": f"no turn since {since}"})
+                continue
+            to_read.append(session)
+    report.removed = sorted(s for s in cached if s not in present)
+    records: dict[str, SessionRecord] = {
+        s: entry["record"] for s, entry in cached.items() if s in present
+    }
+    new_cache = {s: cached[s] for s in records}
+    if start is not None:
+        start(len(to_read))
+    for session in to_read:
+        read = _read_session(store, session, dry_run)
+        if isinstance(read, str):
+            report.skipped.append({"session": session, "why": read})
+            records.pop(session, None)
+            new_cache.pop(session, None)
+        else:
+            records[session] = read
+            new_cache[session] = {"signature": signatures[session], "record": read}
+            report.consolidated.append(session)
+        if progress is not None:
+            progress(1)
+    report.unchanged = len(records) - len(report.consolidated)
+
+    graph = _settle(store, records, state)
+    report.nodes, report.edges = len(graph.nodes), len(graph.edges)
+    report.edge_types = dict(sorted(Counter(e.type for e in graph.edges).items()))
+    report.statuses = dict(sorted(Counter(graph.status.values()).items()))
+    report.layers = {str(k): v for k, v in sorted(Counter(graph.layers.values()).items())}
+    report.sweeps, report.converged = graph.sweeps, graph.converged
+    report.titles = {i: graph.label(i) for i in graph.nodes}
+    report.paths = dict(graph.paths)
+
+    rendered = _render(records, graph)
+    files: dict[str, bytes] = {}
+    note_hashes = _sync(root, rendered, state.get("notes", {}), report, files)
+    network = _network(graph)
+    for relative, data in network.items():
+        if vault.read_bytes(root / relative) != data:
+            files[relative] = data
+            report.network_written.append(relative)
+    _conflicts(graph, state, report)
+    _changes(graph, state, report)
+    report.written = sorted(files)
+
+    if dry_run:
+        return report
+    if report.changed:
+        report.report_path = f"reports/{report.date}.md"
+        from ccm.sleep.report import markdown
+
+        previous = vault.read_text(root, report.report_path)
+        text = markdown(report)
+        if previous:
+            text = previous.rstrip("\n") + "\n\n---\n\n" + text.split("\n", 2)[2]
+        files[report.report_path] = text.encode("utf-8", "surrogatepass")
+        report.written = sorted(files)
+    vault.write_files(root, files)
+    new_state = {
+        "format": vault.STATE_FORMAT,
+        "sessions": new_cache,
+        "paths": graph.paths,
+        "notes": note_hashes,
+        "confidence": {i: round(s, 6) for i, s in graph.scores.items()},
+        "conflicts": sorted(_conflict_key(c) for c in graph.conflicts),
+    }
+    data = vault.state_bytes(new_state)
+    if vault.read_bytes(vault.state_path(store)) != data:
+        vault.save_state(store, data)
+    return report
+
+
+def _settle(store: Store, records: dict[str, SessionRecord], state: dict[str, Any]) -> Graph:
+    nodes = [node for s in sorted(records) for node in artifacts.nodes_of(records[s])]
+    edges = link(nodes)
+    settled = resolve(nodes, edges)
+    scores = propagate(nodes, edges, settled.status)
+    segments = artifacts.segments_by_node(records.values())
+    concluded = [n for n in nodes if segments[n.id]["status"] == "concluded"]
+    known: dict[str, str] = state.get("paths") or vault.scan_artifacts(store.root)
+    paths = artifacts.assign_paths(concluded, known, lambda p: vault.owner(store.root, p))
+    return Graph(
+        nodes={n.id: n for n in nodes},
+        edges=edges,
+        status=settled.status,
+        scores=scores.score,
+        conflicts=settled.conflicts,
+        paths=paths,
+        sweeps=scores.sweeps,
+        converged=scores.converged,
+    )
+
+
+@dataclass
+class _Rendered:
+    path: str
+    text: str
+    node: str | None
+    sources: list[dict[str, Any]]
+
+
+def _render(records: dict[str, SessionRecord], graph: Graph) -> list[_Rendered]:
+    segments = artifacts.segments_by_node(records.values())
+    rendered = []
+    for node_id in sorted(graph.paths):
+        text, sources = artifacts.artifact_note(graph, node_id, segments)
+        rendered.append(_Rendered(graph.paths[node_id] + ".md", text, node_id, sources))
+    for session in sorted(records):
+        text = artifacts.session_note(records[session], graph)
+        rendered.append(_Rendered(artifacts.session_path(session) + ".md", text, None, []))
+    return rendered
+
+
+def _sync(
+    root: Any,
+    rendered: list[_Rendered],
+    last: dict[str, str],
+    report: Report,
+    files: dict[str, bytes],
+) -> dict[str, str]:
+    """Decide what to write for each note; returns each note's hash as ccm rendered it."""
+    hashes: dict[str, str] = {}
+    for note in rendered:
+        digest = notes.recorded_hash(note.text) or ""
+        hashes[note.path] = digest
+        if last.get(note.path) == digest and vault.exists(root, note.path):
+            continue
+        current = vault.read_text(root, note.path)
+        if current == note.text:
+            continue
+        if current is None:
+            action = "restored" if note.path in last else "new"
+            files[note.path] = note.text.encode("utf-8", "surrogatepass")
+            report.outcomes.append(Outcome(note.path, action, note.node))
+        elif notes.is_pristine(current):
+            files[note.path] = note.text.encode("utf-8", "surrogatepass")
+            report.outcomes.append(Outcome(note.path, "changed", note.node))
+        else:
+            report.outcomes.append(_keep_edit(note, current, files))
+    return hashes
+
+
+def _keep_edit(note: _Rendered, current: str, files: dict[str, bytes]) -> Outcome:
+    """A person edited the note: leave it theirs, only add sources it lacks."""
+    try:
+        fields, body = notes.split(current, note.path)
+    except (SchemaError, CCMError) as exc:
+        return Outcome(
+            note.path, "unreadable", note.node, f"left as it is: {exc}; ccm's update not applied"
+        )
+    if fields is None or not note.sources:
+        return Outcome(note.path, "kept", note.node, "edited by you; ccm's update not applied")
+    have = fields.get("sources")
+    have_list = list(have) if isinstance(have, list) else []
+    seen = {(s.get("session"), s.get("segment")) for s in have_list if isinstance(s, dict)}
+    added = [s for s in note.sources if (s["session"], s["segment"]) not in seen]
+    if not added:
+        return Outcome(note.path, "kept", note.node, "edited by you; ccm's update not applied")
+    fields["sources"] = have_list + added
+    files[note.path] = notes.join(fields, body).encode("utf-8", "surrogatepass")
+    names = ", ".join(f"{s['session']}/{s['segment']}" for s in added)
+    return Outcome(
+        note.path,
+        "merged",
+        note.node,
+        f"edited by you; only the new sources were added ({names})",
+    )
+
+
+def _network(graph: Graph) -> dict[str, bytes]:
+    """network/nodes.json and network/edges.json, ordered by id (deterministic)."""
+    import json
+
+    nodes = [
+        {
+            "id": n.id,
+            "session": n.session,
+            "segment": n.segment,
+            "kind": n.kind,
+            "text": n.text,
+            "turn": n.turn,
+            "ts": n.ts,
+            "topic": list(n.topic),
+            "base": n.base,
+            "superseded_by": n.superseded_by,
+            "status": graph.status.get(n.id, "active"),
+            "confidence": graph.score(n.id),
+            "layer": graph.layers[n.id],
+            "artifact": graph.paths[n.id] + ".md" if n.id in graph.paths else None,
+        }
+        for n in sorted(graph.nodes.values(), key=lambda n: n.id)
+    ]
+    edges = [
+        {
+            "source": e.source,
+            "target": e.target,
+            "type": e.type,
+            "weight": e.weight,
+            "evidence": e.evidence,
+        }
+        for e in graph.edges
+    ]
+
+    def encode(data: Any) -> bytes:
+        return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode(
+            "utf-8", "surrogatepass"
+        )
+
+    return {
+        "network/nodes.json": encode({"format": 1, "nodes": nodes}),
+        "network/edges.json": encode({"format": 1, "edges": edges}),
+    }
+
+
+def _conflict_key(conflict: Any) -> str:
+    return f"{conflict.winner}>{conflict.loser}>{conflict.rule}"
+
+
+def _conflicts(graph: Graph, state: dict[str, Any], report: Report) -> None:
+    seen = set(state.get("conflicts", []))
+    report.conflicts_total = len(graph.conflicts)
+    for conflict in graph.conflicts:
+        if _conflict_key(conflict) in seen:
+            continue
+        report.new_conflicts.append(
+            {
+                "winner": conflict.winner,
+                "loser": conflict.loser,
+                "rule": conflict.rule,
+                "loser_status": graph.status.get(conflict.loser, "active"),
+                "reason": conflict.reason,
+            }
+        )
+
+
+def _changes(graph: Graph, state: dict[str, Any], report: Report) -> None:
+    before: dict[str, float] = state.get("confidence", {})
+    changes: list[dict[str, Any]] = []
+    for node_id, score in graph.scores.items():
+        if node_id not in before:
+            continue
+        delta = score - before[node_id]
+        if abs(delta) >= MIN_CHANGE:
+            changes.append(
+                {
+                    "id": node_id,
+                    "before": round(before[node_id], 3),
+                    "after": round(score, 3),
+                    "delta": round(delta, 3),
+                }
+            )
+    changes.sort(key=lambda c: (-abs(c["delta"]), c["id"]))
+    report.confidence_changes = changes[:CHANGES_SHOWN]

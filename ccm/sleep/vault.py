@@ -1,0 +1,158 @@
+"""The sleep jobs' reads and writes of the knowledge root, through the store's atomic writer.
+
+Notes, the network files and reports are replaced whole (temp file, fsync, rename);
+the job's memory of what it did last time lives in ``.ccm/sleep.json``, a cache: when
+it is lost or damaged the next run starts over from the sessions and the notes on disk,
+and still never replaces a note a person edited (each note carries its own hash).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ccm.store import EVENTS, RAW, Store, atomic_write, atomic_write_many, is_temp_file
+
+log = logging.getLogger(__name__)
+
+STATE_NAME = "sleep.json"
+STATE_FORMAT = 1
+_ID_LINE = re.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
+
+
+def state_path(store: Store) -> Path:
+    return store.cache / STATE_NAME
+
+
+def load_state(store: Store) -> dict[str, Any]:
+    """What the last run recorded, or an empty state (the first run, or a lost cache)."""
+    path = state_path(store)
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s); consolidating every session again", path, exc)
+        return {}
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+        log.info("%s is from another version of ccm; consolidating every session again", path)
+        return {}
+    return data
+
+
+def state_bytes(state: dict[str, Any]) -> bytes:
+    return json.dumps(state, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def save_state(store: Store, data: bytes) -> None:
+    atomic_write(state_path(store), data)
+
+
+def signature(store: Store, session: str) -> list[int]:
+    """What changes when a session's sources change: size, mtime and inode of
+    raw.jsonl and events.jsonl (0 for a missing file)."""
+    folder = store.session_dir(session)
+    found: list[int] = []
+    for name in (RAW, EVENTS):
+        try:
+            st = os.stat(folder / name)
+        except FileNotFoundError:
+            found += [0, 0, 0]
+            continue
+        found += [st.st_size, st.st_mtime_ns, st.st_ino]
+    return found
+
+
+def read_text(root: Path, relative: str) -> str | None:
+    """A note's text, or None when there is no such file."""
+    try:
+        return (root / relative).read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return None
+
+
+def exists(root: Path, relative: str) -> bool:
+    return (root / relative).is_file()
+
+
+def owner(root: Path, relative: str) -> str | None:
+    """The id in the frontmatter of the note at `relative` (a vault path without .md):
+    None when there is no such note, "" when it has no id (a person's own note)."""
+    text = read_text(root, relative + ".md")
+    if text is None:
+        return None
+    head = text[: text.find("\n---", 3) + 1] if text.startswith("---\n") else ""
+    found = _ID_LINE.search(head)
+    return found.group(1) if found else ""
+
+
+def scan_artifacts(root: Path) -> dict[str, str]:
+    """Node id -> vault path of every artifact on disk (when the cache is lost)."""
+    found: dict[str, str] = {}
+    folder = root / "artifacts"
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("*/*.md")):
+        if is_temp_file(path.name):
+            continue
+        relative = path.relative_to(root).as_posix()[: -len(".md")]
+        node_id = owner(root, relative)
+        if node_id:
+            found.setdefault(node_id, relative)
+    return found
+
+
+def write_files(root: Path, files: dict[str, bytes]) -> None:
+    """Replace each file (paths relative to `root`) atomically, one fsync per folder."""
+    by_folder: defaultdict[Path, dict[str, bytes]] = defaultdict(dict)
+    for relative, data in files.items():
+        path = root / relative
+        by_folder[path.parent][path.name] = data
+    for folder in sorted(by_folder):
+        atomic_write_many(folder, by_folder[folder])
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def list_files(folder: Path) -> list[str]:
+    """Every file under `folder`, as paths relative to it."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not is_temp_file(p.name)
+    )
+
+
+def is_empty_dir(folder: Path) -> bool:
+    return not folder.exists() or (folder.is_dir() and not any(folder.iterdir()))
+
+
+def remove(folder: Path, relatives: list[str]) -> None:
+    """Delete files a previous export wrote (never anything else)."""
+    for relative in relatives:
+        parts = Path(relative).parts
+        if not parts or Path(relative).is_absolute() or ".." in parts:
+            continue  # a marker someone edited: never delete outside the export
+        path = folder / relative
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        parent = path.parent
+        while parent != folder and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
