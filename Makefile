@@ -32,6 +32,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/recall.py
 	$(BIN)/python benchmarks/watch.py
+	$(BIN)/python benchmarks/graph.py
+	$(BIN)/python benchmarks/consolidate.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate_cli.py

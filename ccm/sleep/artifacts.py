@@ -23,6 +23,7 @@ resolve the same whatever other notes share a file name.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -444,6 +445,50 @@ def artifact_note(
         lines.append(f"- \u2026 and {len(related) - RELATED_MAX} more (see `links` above)")
     lines.append(f"- session {session_link}")
     return notes.render(fields, "\n".join(lines) + "\n"), sources
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
+def artifact_key(graph: Graph, node_id: str, segments: dict[str, SegmentRecord]) -> str:
+    """What an artifact shows of the graph (its own session aside), as a digest: equal
+    keys of a session not read again mean an equal note, which is then not rendered."""
+    lost = graph.lost_to.get(node_id)
+    return _digest(
+        (
+            graph.status.get(node_id, "active"),
+            graph.score(node_id),
+            graph.layers[node_id],
+            graph.paths.get(node_id),
+            [
+                (
+                    relation,
+                    other,
+                    edge.weight,
+                    edge.evidence,
+                    graph.paths.get(other),
+                    graph.nodes[other].text,
+                    graph.nodes[other].ts,
+                    segments[other]["raw_lines"],
+                )
+                for relation, other, edge in _related(graph, node_id)
+            ],
+            (lost.winner, lost.reason, graph.paths.get(lost.winner)) if lost else None,
+        )
+    )
+
+
+def session_key(record: SessionRecord, graph: Graph) -> str:
+    """What a session note shows of the graph, as a digest (see `artifact_key`)."""
+    shown = []
+    for segment in record["segments"]:
+        node_id = f"{record['session']}/{segment['id']}"
+        if node_id in graph.nodes:
+            shown.append(
+                (node_id, graph.status.get(node_id), graph.score(node_id), graph.paths.get(node_id))
+            )
+    return _digest(shown)
 
 
 def session_note(record: SessionRecord, graph: Graph) -> str:

@@ -256,9 +256,9 @@ def consolidate(
     report.titles = {i: graph.label(i) for i in graph.nodes}
     report.paths = dict(graph.paths)
 
-    rendered = _render(records, graph)
+    pending = _notes(records, graph, set(report.consolidated))
     files: dict[str, bytes] = {}
-    note_hashes = _sync(root, rendered, state.get("notes", {}), report, files)
+    note_hashes = _sync(root, pending, state.get("notes", {}), report, files)
     network = _network(graph)
     for relative, data in network.items():
         if vault.read_bytes(root / relative) != data:
@@ -317,77 +317,118 @@ def _settle(store: Store, records: dict[str, SessionRecord], state: dict[str, An
 
 
 @dataclass
-class _Rendered:
+class _Note:
+    """A note to bring up to date: rendered only when its inputs changed."""
+
     path: str
-    text: str
     node: str | None
-    sources: list[dict[str, Any]]
+    key: str  # digest of what the note shows of the graph
+    fresh: bool  # its session was read in this run
+    make: Callable[[], tuple[str, list[dict[str, Any]]]]
 
 
-def _render(records: dict[str, SessionRecord], graph: Graph) -> list[_Rendered]:
+def _notes(records: dict[str, SessionRecord], graph: Graph, fresh: set[str]) -> list[_Note]:
     segments = artifacts.segments_by_node(records.values())
-    rendered = []
+    found = []
     for node_id in sorted(graph.paths):
-        text, sources = artifacts.artifact_note(graph, node_id, segments)
-        rendered.append(_Rendered(graph.paths[node_id] + ".md", text, node_id, sources))
+
+        def make(node_id: str = node_id) -> tuple[str, list[dict[str, Any]]]:
+            return artifacts.artifact_note(graph, node_id, segments)
+
+        found.append(
+            _Note(
+                graph.paths[node_id] + ".md",
+                node_id,
+                artifacts.artifact_key(graph, node_id, segments),
+                graph.nodes[node_id].session in fresh,
+                make,
+            )
+        )
     for session in sorted(records):
-        text = artifacts.session_note(records[session], graph)
-        rendered.append(_Rendered(artifacts.session_path(session) + ".md", text, None, []))
-    return rendered
+
+        def make_session(session: str = session) -> tuple[str, list[dict[str, Any]]]:
+            return artifacts.session_note(records[session], graph), []
+
+        found.append(
+            _Note(
+                artifacts.session_path(session) + ".md",
+                None,
+                artifacts.session_key(records[session], graph),
+                session in fresh,
+                make_session,
+            )
+        )
+    return found
 
 
 def _sync(
     root: Any,
-    rendered: list[_Rendered],
-    last: dict[str, str],
+    pending: list[_Note],
+    last: dict[str, Any],
     report: Report,
     files: dict[str, bytes],
-) -> dict[str, str]:
-    """Decide what to write for each note; returns each note's hash as ccm rendered it."""
-    hashes: dict[str, str] = {}
-    for note in rendered:
-        digest = notes.recorded_hash(note.text) or ""
-        hashes[note.path] = digest
-        if last.get(note.path) == digest and vault.exists(root, note.path):
+) -> dict[str, list[str]]:
+    """Decide what to write for each note; returns, for each, [its hash as ccm rendered
+    it, the key of its inputs]. A note of a session not read again whose graph inputs
+    are the same as last time is not even rendered."""
+    done: dict[str, list[str]] = {}
+    for note in pending:
+        before = last.get(note.path)
+        if (
+            not note.fresh
+            and isinstance(before, list)
+            and before[1] == note.key
+            and vault.exists(root, note.path)
+        ):
+            done[note.path] = before
+            continue
+        text, sources = note.make()
+        digest = notes.recorded_hash(text) or ""
+        done[note.path] = [digest, note.key]
+        if isinstance(before, list) and before[0] == digest and vault.exists(root, note.path):
             continue
         current = vault.read_text(root, note.path)
-        if current == note.text:
+        if current == text:
             continue
         if current is None:
-            action = "restored" if note.path in last else "new"
-            files[note.path] = note.text.encode("utf-8", "surrogatepass")
+            action = "restored" if before else "new"
+            files[note.path] = text.encode("utf-8", "surrogatepass")
             report.outcomes.append(Outcome(note.path, action, note.node))
         elif notes.is_pristine(current):
-            files[note.path] = note.text.encode("utf-8", "surrogatepass")
+            files[note.path] = text.encode("utf-8", "surrogatepass")
             report.outcomes.append(Outcome(note.path, "changed", note.node))
         else:
-            report.outcomes.append(_keep_edit(note, current, files))
-    return hashes
+            report.outcomes.append(_keep_edit(note.path, note.node, sources, current, files))
+    return done
 
 
-def _keep_edit(note: _Rendered, current: str, files: dict[str, bytes]) -> Outcome:
+def _keep_edit(
+    path: str,
+    node: str | None,
+    sources: list[dict[str, Any]],
+    current: str,
+    files: dict[str, bytes],
+) -> Outcome:
     """A person edited the note: leave it theirs, only add sources it lacks."""
     try:
-        fields, body = notes.split(current, note.path)
+        fields, body = notes.split(current, path)
     except (SchemaError, CCMError) as exc:
-        return Outcome(
-            note.path, "unreadable", note.node, f"left as it is: {exc}; ccm's update not applied"
-        )
-    if fields is None or not note.sources:
-        return Outcome(note.path, "kept", note.node, "edited by you; ccm's update not applied")
+        return Outcome(path, "unreadable", node, f"left as it is: {exc}; ccm's update not applied")
+    if fields is None or not sources:
+        return Outcome(path, "kept", node, "edited by you; ccm's update not applied")
     have = fields.get("sources")
     have_list = list(have) if isinstance(have, list) else []
     seen = {(s.get("session"), s.get("segment")) for s in have_list if isinstance(s, dict)}
-    added = [s for s in note.sources if (s["session"], s["segment"]) not in seen]
+    added = [s for s in sources if (s["session"], s["segment"]) not in seen]
     if not added:
-        return Outcome(note.path, "kept", note.node, "edited by you; ccm's update not applied")
+        return Outcome(path, "kept", node, "edited by you; ccm's update not applied")
     fields["sources"] = have_list + added
-    files[note.path] = notes.join(fields, body).encode("utf-8", "surrogatepass")
+    files[path] = notes.join(fields, body).encode("utf-8", "surrogatepass")
     names = ", ".join(f"{s['session']}/{s['segment']}" for s in added)
     return Outcome(
-        note.path,
+        path,
         "merged",
-        note.node,
+        node,
         f"edited by you; only the new sources were added ({names})",
     )
 

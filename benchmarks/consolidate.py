@@ -1,0 +1,178 @@
+"""Benchmark nightly consolidation on generated sessions.
+
+    .venv/bin/python benchmarks/consolidate.py [--sessions 1000] [--turns 100] [--seed 0] [--json]
+
+Generates `--sessions` conversations of `--turns` turns with `benchmarks.generate`, and
+makes about one user turn in twelve a conclusion drawn from a shared, Zipfian
+vocabulary of tools and subjects (decisions, reversals, fixes, root causes and their
+corrections, requirements), so that conclusions of different sessions restate,
+reverse and contradict each other as in a long-lived knowledge root. They are
+imported with their tiers derived (`ccm ingest`, not timed). Then, in this process:
+
+* ``from_scratch``: the first ``consolidate`` (every session read, the graph built,
+  every note, the network and the report written);
+* ``nothing_new``: a second run, which writes nothing;
+* ``incremental``: two turns appended to one session, then a run (that session's tiers
+  derived and read again, the graph rebuilt, the notes that changed written).
+
+Targets from the sleep issue (reported, never enforced): 1,000 sessions / 100k turns
+from scratch <= 60 s, an incremental run after one changed session <= 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import write_session  # noqa: E402
+from benchmarks.graph import Zipf, vocabulary  # noqa: E402
+from ccm.ingest.pipeline import ingest  # noqa: E402
+from ccm.sleep.consolidate import consolidate  # noqa: E402
+from ccm.store import Store  # noqa: E402
+
+TARGETS = {"from_scratch_s": 60.0, "incremental_s": 2.0}
+EVERY = 12  # one user turn in this many becomes a conclusion
+
+
+class Conclusions:
+    """Conclusion sentences over a shared vocabulary, always the same for one seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.word = Zipf(vocabulary(3000, self.rng), self.rng)
+        self.tools = [t.capitalize() for t in vocabulary(120, random.Random(seed + 1))]
+
+    def __call__(self) -> str:
+        rng, w = self.rng, [self.word() for _ in range(4)]
+        tool, other = rng.sample(self.tools, 2)
+        roll = rng.random()
+        if roll < 0.3:
+            return f"Decision: we use {tool} for the {w[0]} {w[1]}, not {other}, because {w[2]}."
+        if roll < 0.4:
+            return f"Change of plan: switch to {tool} for the {w[0]} {w[1]} instead of {other}."
+        if roll < 0.6:
+            return f"That fixed it: the {w[0]} {w[1]} works now after the {w[2]} change."
+        if roll < 0.75:
+            return f"So the root cause was {w[0]} {w[1]} in the {w[2]} {w[3]}."
+        if roll < 0.8:
+            return f"Actually, the root cause was {w[0]} {w[1]} in the {w[2]} {w[3]}."
+        if roll < 0.9:
+            return f"Done: the {w[0]} {w[1]} is deployed with {tool}."
+        return f"Ok, so the takeaway is: always keep the {w[0]} {w[1]} out of the {w[2]}."
+
+
+def write_corpus(folder: Path, sessions: int, turns: int, seed: int) -> int:
+    """One jsonl file per session; returns the number of conclusion turns planted."""
+    said = Conclusions(seed)
+    planted = 0
+    for number in range(sessions):
+        path = folder / f"s{number:05d}.jsonl"
+        write_session(path, turns, seed=seed * 100_003 + number)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        users = 0
+        for index, line in enumerate(lines):
+            record = json.loads(line)
+            if record["role"] != "user":
+                continue
+            users += 1
+            if users % (EVERY // 2) == 0:
+                record["content"] = said()
+                lines[index] = json.dumps(record)
+                planted += 1
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return planted
+
+
+def _timed(call: Any) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - start
+
+
+def measure(sessions: int, turns: int, seed: int, work: Path) -> dict[str, Any]:
+    sources = work / "sources"
+    sources.mkdir()
+    planted = write_corpus(sources, sessions, turns, seed)
+    root = work / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("ingest: {fsync: false}\n")
+    store = Store(root)
+    _, importing = _timed(lambda: ingest(store, [str(sources)], derive=True))
+    first, scratch = _timed(lambda: consolidate(Store(root)))
+    second, idle = _timed(lambda: consolidate(Store(root)))
+    extra = work / "extra.jsonl"
+    extra.write_text(
+        json.dumps({"role": "user", "content": "Ok, so the takeaway is: measure first."})
+        + "\n"
+        + json.dumps({"role": "assistant", "content": "Noted: measure before tuning."})
+        + "\n"
+    )
+    ingest(store, [str(extra)], session="s00000", derive=False)
+    third, incremental = _timed(lambda: consolidate(Store(root)))
+    data = first.as_dict()
+    return {
+        "sessions": sessions,
+        "turns": sessions * turns,
+        "planted_conclusions": planted,
+        "nodes": first.nodes,
+        "edges": first.edges,
+        "edge_types": first.edge_types,
+        "statuses": first.statuses,
+        "artifacts": len(data["artifacts"]["new"]),
+        "files_written": len(first.written),
+        "import_s": round(importing, 2),
+        "from_scratch_s": round(scratch, 2),
+        "nothing_new_s": round(idle, 2),
+        "nothing_new_files": len(second.written),
+        "incremental_s": round(incremental, 2),
+        "incremental_sessions": third.consolidated,
+        "incremental_files": len(third.written),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--turns", type=int, default=100, help="turns a session")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ccm-bench-sleep-") as tmp:
+        result = measure(args.sessions, args.turns, args.seed, Path(tmp))
+    if args.json:
+        print(json.dumps({"result": result, "targets": TARGETS}))
+        return
+    print("ccm consolidate benchmark (library calls, this machine)")
+    print(
+        f"{result['sessions']} sessions, {result['turns']} turns, "
+        f"{result['planted_conclusions']} conclusion turns planted; imported in "
+        f"{result['import_s']} s (not part of the targets)"
+    )
+    print(
+        f"graph: {result['nodes']} conclusions, {result['edges']} edges {result['edge_types']}, "
+        f"statuses {result['statuses']}; {result['artifacts']} artifacts, "
+        f"{result['files_written']} files written"
+    )
+    print(
+        f"from scratch {result['from_scratch_s']} s; nothing new {result['nothing_new_s']} s "
+        f"({result['nothing_new_files']} files written); incremental after one changed "
+        f"session {result['incremental_s']} s ({result['incremental_sessions']}, "
+        f"{result['incremental_files']} files written)"
+    )
+    for key, limit in TARGETS.items():
+        verdict = "met" if result[key] <= limit else "NOT met"
+        print(f"{key} {result[key]} (target <= {limit}): {verdict}")
+
+
+if __name__ == "__main__":
+    main()
