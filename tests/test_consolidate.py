@@ -557,3 +557,15 @@ def test_the_scheduling_files_run_consolidate() -> None:
     plist = (jobs / "com.ccm.consolidate.plist").read_text()
     ET.fromstring(plist.encode())
     assert "<string>consolidate</string>" in plist and "StartCalendarInterval" in plist
+
+
+def test_one_consolidation_at_a_time(vault: Path) -> None:
+    from ccm.sleep.vault import run_lock
+    from ccm.store import Store
+
+    with run_lock(Store(vault)):
+        result = CliRunner().invoke(main, ["--root", str(vault), "consolidate"])
+    assert result.exit_code == 1 and "another ccm consolidate is running" in result.stderr
+    assert not (vault / "artifacts").exists()
+    ccm(vault, "consolidate")  # free again
+    assert (vault / SQLITE_NOTE).exists()

@@ -203,6 +203,21 @@ def consolidate(
     (an ISO date or time) leaves out sessions whose last turn is older. `start` is
     called with the number of sessions to read, `progress` after each one.
     """
+    if dry_run:
+        return _run(store, sessions, since, True, progress, start, now)
+    with vault.run_lock(store):
+        return _run(store, sessions, since, False, progress, start, now)
+
+
+def _run(
+    store: Store,
+    sessions: Sequence[str] | None,
+    since: str | None,
+    dry_run: bool,
+    progress: Callable[[int], None] | None,
+    start: Callable[[int], None] | None,
+    now: datetime | None,
+) -> Report:
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     report = Report(
         date=moment.strftime("%Y-%m-%d"),

@@ -8,14 +8,18 @@ and still never replaces a note a person edited (each note carries its own hash)
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ccm.errors import CCMError
 from ccm.store import EVENTS, RAW, Store, atomic_write, atomic_write_many, is_temp_file
 
 log = logging.getLogger(__name__)
@@ -23,6 +27,28 @@ log = logging.getLogger(__name__)
 STATE_NAME = "sleep.json"
 STATE_FORMAT = 2  # raise it when notes render differently
 _ID_LINE = re.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
+
+
+LOCK_NAME = "sleep.lock"
+
+
+@contextlib.contextmanager
+def run_lock(store: Store) -> Iterator[None]:
+    """One consolidation at a time per root (cron and a person may start one together)."""
+    store.cache.mkdir(parents=True, exist_ok=True)
+    path = store.cache / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise CCMError(
+                f"another ccm consolidate is running on {store.root} (it holds {path})",
+                "wait for it to finish",
+            ) from exc
+        yield
+    finally:
+        os.close(fd)
 
 
 def state_path(store: Store) -> Path:
