@@ -16,7 +16,17 @@ from typing import Any
 
 import fastjsonschema
 
-NAMES = ("raw_entry", "event", "quarantine", "config", "manifest", "open", "working")
+NAMES = (
+    "raw_entry",
+    "event",
+    "quarantine",
+    "config",
+    "manifest",
+    "open",
+    "working",
+    "network_nodes",
+    "network_edges",
+)
 
 Validator = Callable[[Any], Any]
 

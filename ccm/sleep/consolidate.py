@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ccm import schemas
 from ccm.errors import CCMError, SchemaError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.artifacts import Graph, SessionRecord
@@ -487,10 +488,15 @@ def _network(graph: Graph) -> dict[str, bytes]:
             "utf-8", "surrogatepass"
         )
 
-    return {
-        "network/nodes.json": encode({"format": 1, "nodes": nodes}),
-        "network/edges.json": encode({"format": 1, "edges": edges}),
+    documents = {
+        "network/nodes.json": ("network_nodes", {"format": 1, "nodes": nodes}),
+        "network/edges.json": ("network_edges", {"format": 1, "edges": edges}),
     }
+    for name, (schema, data) in documents.items():
+        why = schemas.problem(schema, data)
+        if why is not None:
+            raise SchemaError(name, None, f"refusing to write: {why}")
+    return {name: encode(data) for name, (_, data) in documents.items()}
 
 
 def _conflict_key(conflict: Any) -> str:

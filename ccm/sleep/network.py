@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ccm import schemas
 from ccm.errors import CCMError, SchemaError, UsageError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.graph import Edge, Node
@@ -24,7 +25,6 @@ from ccm.store import Store
 NODES = "network/nodes.json"
 EDGES = "network/edges.json"
 MARKER = ".ccm-export.json"
-_NODE_KEYS = ("id", "session", "segment", "kind", "text", "turn", "ts", "base", "status")
 _EDGE_KEYS = ("source", "target", "type", "evidence", "weight")
 
 
@@ -54,30 +54,23 @@ class Network:
         )
 
 
-def _load(path: Path, key: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+def _load(path: Path, key: str, schema: str) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError as exc:
         raise CCMError(f"no {path}", "run `ccm consolidate` first") from exc
     except (OSError, ValueError) as exc:
         raise SchemaError(path, None, f"unreadable: {exc}", "run `ccm consolidate`") from exc
-    items = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        raise SchemaError(path, None, f"expected an object with a {key!r} list")
-    for number, item in enumerate(items, 1):
-        if not isinstance(item, dict) or any(f not in item for f in fields):
-            raise SchemaError(
-                path,
-                None,
-                f"{key} entry {number} lacks one of {', '.join(fields)}",
-                "run `ccm consolidate` to rewrite it",
-            )
+    why = schemas.problem(schema, data)
+    if why is not None:
+        raise SchemaError(path, None, why, "run `ccm consolidate` to rewrite it")
+    items: list[dict[str, Any]] = data[key]
     return items
 
 
 def load(store: Store) -> Network:
-    records = _load(store.root / NODES, "nodes", _NODE_KEYS)
-    edges = _load(store.root / EDGES, "edges", _EDGE_KEYS)
+    records = _load(store.root / NODES, "nodes", "network_nodes")
+    edges = _load(store.root / EDGES, "edges", "network_edges")
     nodes = [
         Node(
             id=str(r["id"]),
