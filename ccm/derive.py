@@ -19,7 +19,7 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import RenderCache, Tiers, render
-from ccm.store import Cursor, Store, atomic_write
+from ccm.store import Cursor, Signature, Store, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,11 @@ class Engine:
         self.key = ""
         self.inode: int | None = None
         self.render_cache = RenderCache()
+        # what the derived files held when last written or read, and the manifest's
+        # segments as encoded runs: a long-lived engine compares and encodes the
+        # changes only
+        self.known: dict[str, tuple[Signature, bytes]] = {}
+        self.runs = {"segments": yamlio.Runs()}
 
     def _fresh_start(self, params: Params, rebuild: bool) -> bool:
         """Load the cache (or start empty); True when the state is built from scratch."""
@@ -163,7 +168,7 @@ class Engine:
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
         tiers = render(self.state, events, config, self.render_cache)
-        written = _write(store, session, tiers, full_check=rebuilt, durable=durable)
+        written = _write(store, session, tiers, rebuilt, durable, known=self.known, runs=self.runs)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
@@ -182,24 +187,39 @@ def update(store: Store, session: str, rebuild: bool = False) -> Derived:
 
 
 def _write(
-    store: Store, session: str, tiers: Tiers, full_check: bool = True, durable: bool = True
+    store: Store,
+    session: str,
+    tiers: Tiers,
+    full_check: bool = True,
+    durable: bool = True,
+    known: dict[str, tuple[Signature, bytes]] | None = None,
+    runs: dict[str, yamlio.Runs] | None = None,
 ) -> list[str]:
     """Replace each derived file whose content changed; returns the names written.
 
     Each document is checked against its schema before it is written; on an
-    incremental update the manifest and open.yaml are checked on their newest entries
-    (older ones were checked when first written and change only in their values since).
+    incremental update the manifest, open.yaml and the critical items of working.yaml
+    are checked on their newest entries (older ones were checked when first written and
+    change only in their values since). working.yaml is written first: it is what a
+    reader waits for, and the manifest is the largest.
     """
-    texts = tiers_yaml(tiers)
-    files = {}
-    for name, schema in FILES:
+    files: dict[str, tuple[str, Any, str | bytes]] = {}
+    for name, schema in reversed(FILES):
         data: Any = getattr(tiers, schema)
-        if name == "manifest.yaml" and not full_check:
+        if name == "manifest.yaml":
+            content: str | bytes = yamlio.dumps_bytes(data, runs if runs is not None else {})
+        else:
+            content = yamlio.dumps(data)
+        if full_check:
+            pass
+        elif name == "manifest.yaml":
             data = {**data, "segments": data["segments"][-3:]}
-        elif name == "open.yaml" and not full_check:
+        elif name == "open.yaml":
             data = {
                 **data,
                 "efforts": [{**e, "segment_refs": e["segment_refs"][-3:]} for e in data["efforts"]],
             }
-        files[name] = (schema, data, texts[name])
-    return store.write_derived_files(session, files, durable=durable)
+        elif name == "working.yaml":
+            data = {**data, "critical": data["critical"][-3:]}
+        files[name] = (schema, data, content)
+    return store.write_derived_files(session, files, durable=durable, known=known)

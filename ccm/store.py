@@ -140,34 +140,59 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     atomic_write_many(path.parent, {path.name: data}, durable)
 
 
-def atomic_write_many(folder: Path, files: dict[str, bytes], durable: bool = True) -> None:
-    """Replace several files of one folder atomically, each on its own, with one
-    fsync of the folder at the end (a reader sees each file old or new, whole).
+Signature = tuple[int, int, int]  # a file's inode, size and mtime (ns)
+
+
+def signature(st: os.stat_result) -> Signature:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def atomic_write_many(
+    folder: Path, files: dict[str, bytes], durable: bool = True
+) -> dict[str, Signature]:
+    """Replace several files of one folder atomically, each on its own and in the
+    order given (each as soon as it is written), with one fsync of the folder at the
+    end: a reader sees each file old or new, whole. Returns each new file's signature.
 
     ``durable=False`` skips the fsyncs: for caches under .ccm/, which a crash may
     lose (they are rebuilt) but never tear."""
+    written: dict[str, Signature] = {}
     if not files:
-        return
+        return written
     folder.mkdir(parents=True, exist_ok=True)
-    temps: list[tuple[Path, Path]] = []
-    try:
-        for name, data in files.items():
-            tmp = folder / f".{name}{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}"
-            temps.append((tmp, folder / name))
+    for name, data in files.items():
+        tmp = folder / f".{name}{TEMP_MARK}-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
             with open(tmp, "xb") as handle:
                 handle.write(data)
                 handle.flush()
                 if durable:
                     os.fsync(handle.fileno())
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    except BaseException:
-        for tmp, _ in temps:
+                written[name] = signature(os.fstat(handle.fileno()))
+            os.replace(tmp, folder / name)
+        except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-        raise
+            raise
     if durable:
         _fsync_dir(folder)
+    return written
+
+
+def _current(path: Path, known: tuple[Signature, bytes] | None) -> tuple[Signature, bytes] | None:
+    """A file's signature and bytes (None when it is missing): the remembered bytes
+    when its signature is the remembered one, else read (signature and bytes taken
+    from one open file, so they always belong together). A file replaced by anyone
+    has a new inode; only an edit in place that keeps the size within one tick of the
+    file system's clock goes unseen, until the content next changes."""
+    try:
+        if known is not None and signature(os.stat(path)) == known[0]:
+            return known
+        with open(path, "rb") as handle:
+            sig = signature(os.fstat(handle.fileno()))
+            return sig, handle.read()
+    except FileNotFoundError:
+        return None
 
 
 # ---------------------------------------------------------------------------
@@ -663,27 +688,36 @@ class Store:
     def write_derived_files(
         self,
         session_id: str,
-        files: dict[str, tuple[str, Any, str]],
+        files: dict[str, tuple[str, Any, str | bytes]],
         durable: bool = True,
+        known: dict[str, tuple[Signature, bytes]] | None = None,
     ) -> list[str]:
-        """Replace the derived files whose text changed, all checked first; returns the
-        names written. `files` maps a name to (schema, data checked, text written): the
-        data may be a part of the document (its newest entries) when the rest was
-        checked when first written."""
+        """Replace the derived files whose content changed, all checked first, in the
+        order given; returns the names written. `files` maps a name to (schema, data
+        checked, content written): the data may be a part of the document (its newest
+        entries) when the rest was checked when first written.
+
+        `known` is a long-lived writer's memory of each file as it last saw it (its
+        signature and bytes), kept up to date here: a file whose signature did not
+        change since is compared with the remembered bytes instead of being read."""
         folder = self.session_dir(session_id)
-        changed: dict[str, bytes] = {}
-        for name, (schema, data, text) in files.items():
+        for name, (schema, data, _) in files.items():
             why = schemas.problem(schema, data)
             if why is not None:
                 raise SchemaError(folder / name, None, f"refusing to write: {why}")
-            encoded = text.encode("utf-8")
-            try:
-                if (folder / name).read_bytes() == encoded:
-                    continue
-            except FileNotFoundError:
-                pass
+        changed: dict[str, bytes] = {}
+        for name, (_, _, content) in files.items():
+            encoded = content if isinstance(content, bytes) else content.encode("utf-8")
+            current = _current(folder / name, known.get(name) if known is not None else None)
+            if current is not None and current[1] == encoded:
+                if known is not None:
+                    known[name] = current
+                continue
             changed[name] = encoded
-        atomic_write_many(folder, changed, durable=durable)
+        written = atomic_write_many(folder, changed, durable=durable)
+        if known is not None:
+            for name, sig in written.items():
+                known[name] = (sig, changed[name])
         return list(changed)
 
     def read_derived(self, session_id: str, name: str, schema: str) -> Any:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import operator
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +86,139 @@ class Frozen(dict):  # type: ignore[type-arg]
         return text
 
 
+class FrozenList(list):  # type: ignore[type-arg]
+    """A list that never changes once built, whose YAML is worked out once.
+
+    `extended` makes a longer one whose YAML is this one's text plus that of the new
+    items: the engine keeps the working context's critical items this way, since they
+    only grow at the end between updates, so writing them costs the new items, not all
+    of them. Changing one raises TypeError; a copy (``list(items)``, pickle, deepcopy)
+    is a plain list.
+    """
+
+    __slots__ = ("_base", "_flow", "_yaml")
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        super().__init__(items)
+        self._yaml: dict[int, str] = {}
+        self._base: FrozenList | None = None  # a prefix whose YAML this one extends
+        self._flow = _numbers(self)
+
+    def _readonly(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a FrozenList cannot be changed; copy it with list(...)")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _readonly
+    append = extend = insert = remove = pop = clear = sort = reverse = _readonly
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+    def extended(self, more: Iterable[Any]) -> FrozenList:
+        """This list followed by `more`, as a new FrozenList that reuses this one's YAML."""
+        tail = list(more)
+        if not tail:
+            return self
+        new = FrozenList.__new__(FrozenList)
+        list.__init__(new, self)
+        list.extend(new, tail)
+        new._yaml = {}
+        # a list never written links to its own prefix instead: the chain stays short
+        new._base = self if self._yaml or self._base is None else self._base
+        if not new._base:
+            new._base = None
+        new._flow = self._flow and _numbers(tail)
+        return new
+
+    def yaml(self, indent: int) -> str:
+        """The block YAML of this list (not empty), its first line at the current position."""
+        chain: list[FrozenList] = []
+        node = self
+        while indent not in node._yaml and node._base is not None:
+            chain.append(node)
+            node = node._base
+        text = node._yaml.get(indent)
+        if text is None:
+            part: list[str] = []
+            _emit(list(node), indent, part)
+            text = node._yaml[indent] = "".join(part)
+        pad = " " * indent
+        for longer in reversed(chain):
+            part = [text]
+            for item in longer[len(node) :]:
+                part.append(pad + "- ")
+                _item(item, indent + 2, part)
+            text = longer._yaml[indent] = "".join(part)
+            longer._base = None  # the text is known: let the shorter lists go
+            node = longer
+        return text
+
+
+def _numbers(items: Iterable[Any]) -> bool:
+    """True when every item is a number: such a list is written inline, ``[1, 2]``."""
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in items)
+
+
+class Runs:
+    """The encoded YAML of one long top-level list, remembered in runs of `size` items.
+
+    For `dumps_bytes`: a run whose items are the very same `Frozen` mappings as at the
+    previous call is reused as bytes, so encoding a manifest of thousands of segments
+    costs the runs that changed plus one join, not a pass over every entry.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self.runs: list[tuple[list[Any], bytes] | None] = []
+
+    def encode(self, items: list[Any], indent: int) -> bytes:
+        size, pad = self.size, " " * indent
+        chunks = []
+        for number, start in enumerate(range(0, len(items), size)):
+            run = items[start : start + size]
+            known = self.runs[number] if number < len(self.runs) else None
+            if (
+                known is not None
+                and len(known[0]) == len(run)
+                and all(map(operator.is_, known[0], run))
+            ):
+                chunks.append(known[1])
+                continue
+            part: list[str] = []
+            for item in run:
+                part.append("- " if not part and start == 0 else pad + "- ")
+                _item(item, indent + 2, part)
+            encoded = "".join(part).encode("utf-8")
+            # only immutable entries can be recognised by identity next time
+            record = (run, encoded) if all(type(i) is Frozen for i in run) else None
+            if number < len(self.runs):
+                self.runs[number] = record
+            else:
+                self.runs.append(record)
+            chunks.append(encoded)
+        del self.runs[len(chunks) :]
+        return b"".join(chunks)
+
+
+def dumps_bytes(data: dict[str, Any], runs: dict[str, Runs]) -> bytes:
+    """``dumps(data).encode()`` for a mapping, with the long lists under the keys of
+    `runs` encoded run by run (each `Runs` kept by the caller between calls)."""
+    if not data:
+        return b"{}\n"
+    chunks = []
+    for key, value in data.items():
+        kept = runs.get(key)
+        if kept is not None and isinstance(value, list | tuple) and value and not _numbers(value):
+            chunks.append(f"{_key(key)}:\n".encode())
+            chunks.append(kept.encode(list(value), 0))
+        else:
+            part: list[str] = [_key(key) + ":"]
+            _value(value, 0, part)
+            chunks.append("".join(part).encode("utf-8"))
+    return b"".join(chunks)
+
+
 _Dumper.add_representer(Frozen, _Dumper.represent_dict)
+_Dumper.add_representer(FrozenList, _Dumper.represent_list)
 
 
 def dumps_pyyaml(data: Any) -> str:
@@ -194,27 +328,33 @@ def _emit(data: Any, indent: int, out: list[str]) -> None:
                 out.append(pad)
             first = False
             out.append("- ")
-            if type(item) is Frozen:
-                out.append(item.yaml(indent + 2))
-            elif isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
-                out.append(_memo(item, indent + 2))
-            elif isinstance(item, dict | list | tuple) and item:
-                _emit(item, indent + 2, out)
-            else:
-                out.append(
-                    _scalar(item)
-                    if not isinstance(item, dict | list | tuple)
-                    else ("{}" if isinstance(item, dict) else "[]")
-                )
-                out.append("\n")
+            _item(item, indent + 2, out)
         return
     out.append(_scalar(data) + "\n")
+
+
+def _item(item: Any, indent: int, out: list[str]) -> None:
+    """A list item after its ``- ``; `indent` is that of the item's own lines."""
+    if type(item) is Frozen or (type(item) is FrozenList and item):
+        out.append(item.yaml(indent))
+    elif isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
+        out.append(_memo(item, indent))
+    elif isinstance(item, dict | list | tuple) and item:
+        _emit(item, indent, out)
+    else:
+        out.append(
+            _scalar(item)
+            if not isinstance(item, dict | list | tuple)
+            else ("{}" if isinstance(item, dict) else "[]")
+        )
+        out.append("\n")
 
 
 _MEMO: dict[tuple[str, int], str] = {}
 _MEMO_MIN_KEYS = 6
 _MEMO_MIN_ITEMS = 16
-_MEMO_MAX = 100_000
+_MEMO_MAX_CHARS = 32_000_000  # keys and texts together; a long-lived process stays bounded
+_memo_chars = 0
 
 
 def _memo(value: Any, indent: int) -> str:
@@ -223,14 +363,18 @@ def _memo(value: Any, indent: int) -> str:
     A manifest is mostly segments that did not change since the last write; a
     long-running process (the daemon) then pays for the changed ones only.
     """
+    global _memo_chars
     key = (json.dumps(value, ensure_ascii=False, separators=(",", ":")), indent)
     text = _MEMO.get(key)
     if text is None:
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
         part: list[str] = []
         _emit(value, indent, part)
-        text = _MEMO[key] = "".join(part)
+        text = "".join(part)
+        _memo_chars += len(key[0]) + len(text)
+        if _memo_chars > _MEMO_MAX_CHARS:
+            _MEMO.clear()
+            _memo_chars = len(key[0]) + len(text)
+        _MEMO[key] = text
     return text
 
 
@@ -240,7 +384,10 @@ def _value(value: Any, indent: int, out: list[str]) -> None:
         out.append("\n" + " " * (indent + 2))
         _emit(value, indent + 2, out)
     elif isinstance(value, list | tuple) and value:
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        if type(value) is FrozenList and not value._flow:
+            out.append("\n" + " " * indent)
+            out.append(value.yaml(indent))
+        elif _numbers(value):
             out.append(" [" + ", ".join(_scalar(v) for v in value) + "]\n")
         elif len(value) >= _MEMO_MIN_ITEMS and type(value[0]) is not Frozen:
             out.append("\n" + " " * indent)

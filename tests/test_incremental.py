@@ -137,6 +137,7 @@ def _live_equals_rebuild(
         )
     store = Store(base / "root")
     source = base / "chat.jsonl"
+    folder = store.session_dir("chat")
     engine: derive.Engine | None = None
     index = Index(store)
     for step, bound in enumerate(bounds):
@@ -150,10 +151,14 @@ def _live_equals_rebuild(
             if event["kind"] != "undo" or earlier:
                 store.append_events("chat", [{"who": "user", **event}])
         engine = engine or derive.Engine(store, "chat")
-        derived = engine.update(save=False)
+        derived = engine.update(save=False, durable=False)
         live = derive.tiers_yaml(derived.tiers)
+        written = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
         fresh = derive.tiers_yaml(derive.Engine(store, "chat").update(rebuild=True).tiers)
         assert live == fresh
+        # what the long-lived engine wrote (encoded in runs, compared with what it
+        # remembered) is what a rebuild writes
+        assert written == {name: text.encode() for name, text in fresh.items()}
         index.update("chat", derived.tiers.manifest)  # the daemon's long-lived index
     assert engine is not None
     kept = _units(index)
@@ -245,3 +250,48 @@ def test_render_cache_sees_a_superseded_critical_item(tmp_path: Path) -> None:
     after = render(state, [], config, cache)
     assert after.manifest == render(state, [], config).manifest
     assert after.manifest != before.manifest
+
+
+def test_a_long_lived_engine_rewrites_a_derived_file_changed_behind_its_back(
+    tmp_path: Path,
+) -> None:
+    """The engine compares with what it remembers only while the file is the one it
+    saw (same inode, size and mtime): a file deleted, replaced or edited in place is
+    read again and rewritten, even when nothing new arrived."""
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(LINES)])
+    ingest(store, [str(source)], derive=False)
+    engine = derive.Engine(store, "chat")
+    engine.update(save=False)
+    folder = store.session_dir("chat")
+    good = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
+    assert engine.update(save=False).written == []  # nothing changed: nothing written
+
+    (folder / "open.yaml").unlink()
+    (folder / "manifest.yaml").write_bytes(b"session: edited\n")  # replaced
+    with open(folder / "working.yaml", "ab") as handle:  # edited in place
+        handle.write(b"# a note\n")
+    assert sorted(engine.update(save=False).written) == sorted(good)
+    assert {name: (folder / name).read_bytes() for name in good} == good
+
+
+@given(st.lists(st.lists(st.integers(1, 30), max_size=6), max_size=6))
+def test_detected_critical_items_stay_sorted_by_turn_as_they_grow(chunks: list[list[int]]) -> None:
+    """Critical items arrive in turn order, except in a log whose turn numbers go back:
+    the (turn, position) pairs a segment's items are found by stay sorted either way."""
+    from ccm.engine.render import _detected_critical
+
+    detected = _detected_critical([])
+    items: list[dict[str, object]] = []
+    for chunk in chunks:
+        found = [
+            {"id": f"crit_{len(items) + n}", "text": f"t{turn}", "turn": turn, "kind": "rule"}
+            | {"tokens": 1, "forbid": []}
+            for n, turn in enumerate(chunk)
+        ]
+        items += found
+        _detected_critical(found, detected)
+    assert detected.placed == sorted((item["turn"], n) for n, item in enumerate(items))
+    assert detected.turns == [turn for turn, _ in detected.placed]
+    assert detected.texts == [item["text"] for item in items]

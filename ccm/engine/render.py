@@ -24,7 +24,7 @@ from ccm.engine.critical import forbidden_terms
 from ccm.engine.fold import State, match_effort, segment_record
 from ccm.engine.text import cosine, terms, top_terms
 from ccm.tokens import count_tokens
-from ccm.yamlio import Frozen
+from ccm.yamlio import Frozen, FrozenList
 
 # relevance weights (whitepaper section 4.2), they sum to 1
 WEIGHTS = {"mention": 0.35, "similarity": 0.25, "recency": 0.2, "flag": 0.15, "proximity": 0.05}
@@ -112,40 +112,65 @@ def critical_items(
     state: State, events: list[dict[str, Any]], cache: RenderCache | None = None
 ) -> list[dict[str, Any]]:
     """Every live critical item: detected ones not superseded, then explicit marks."""
-    key = (len(state["critical"]), state.get("critical_rev", 0))
-    if cache is not None and cache.critical[0] == key:
-        items = list(cache.critical[1])
-    else:
-        items = _detected_critical(state)
-        if cache is not None:
-            cache.critical = (key, list(items))
-    for mark in _marks(active_events(events)).critical:
-        items.append(
-            {
-                **mark,
-                "turn": None,
-                "source": "event",
-                "tokens": count_tokens(mark["text"]),
-                "forbid": forbidden_terms(mark["text"]),
-            }
-        )
-    return items
+    detected = cache.detected(state) if cache is not None else _detected_critical(state["critical"])
+    return detected.items + _marked_critical(events)
 
 
-def _detected_critical(state: State) -> list[dict[str, Any]]:
+def _marked_critical(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
-            "id": c["id"],
-            "text": c["text"],
-            "turn": c["turn"],
-            "kind": c["kind"],
-            "source": "pattern",
-            "tokens": c["tokens"],
-            "forbid": c["forbid"],
+            **mark,
+            "turn": None,
+            "source": "event",
+            "tokens": count_tokens(mark["text"]),
+            "forbid": forbidden_terms(mark["text"]),
         }
-        for c in state["critical"]
-        if not c.get("superseded_by")
+        for mark in _marks(active_events(events)).critical
     ]
+
+
+class _Detected:
+    """The detected critical items not superseded, in state order, with their texts and
+    their (turn, position) pairs sorted for finding a segment's items."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.texts = FrozenList()
+        self.placed: list[tuple[int, int]] = []
+        self.turns: list[int] = []
+
+    def add(self, found: list[dict[str, Any]]) -> None:
+        for item in found:
+            pair = (item["turn"], len(self.items))
+            self.items.append(item)
+            if not self.placed or pair >= self.placed[-1]:  # turns mostly arrive in order
+                self.placed.append(pair)
+                self.turns.append(pair[0])
+            else:
+                at = bisect.bisect_right(self.placed, pair)
+                self.placed.insert(at, pair)
+                self.turns.insert(at, pair[0])
+        self.texts = self.texts.extended(item["text"] for item in found)
+
+
+def _detected_critical(found: list[dict[str, Any]], into: _Detected | None = None) -> _Detected:
+    detected = into if into is not None else _Detected()
+    detected.add(
+        [
+            {
+                "id": c["id"],
+                "text": c["text"],
+                "turn": c["turn"],
+                "kind": c["kind"],
+                "source": "pattern",
+                "tokens": c["tokens"],
+                "forbid": c["forbid"],
+            }
+            for c in found
+            if not c.get("superseded_by")
+        ]
+    )
+    return detected
 
 
 def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
@@ -283,8 +308,21 @@ class RenderCache:
         # per closed segment, by index: (its rev, the turn its lifecycle may change,
         # its key, its entry)
         self.closed: list[tuple[int, int, tuple[Any, ...], Frozen]] = []
-        # the detected critical items, by (count, critical_rev)
-        self.critical: tuple[tuple[int, int] | None, list[dict[str, Any]]] = (None, [])
+        # the detected critical items, as of (count, critical_rev)
+        self.critical_key: tuple[int, int] = (0, -1)
+        self.critical = _Detected()
+
+    def detected(self, state: State) -> _Detected:
+        """The detected critical items, extended by those the fold added since the last
+        call; rebuilt when one was superseded (the fold bumps ``critical_rev``)."""
+        count, rev = len(state["critical"]), state.get("critical_rev", 0)
+        known, known_rev = self.critical_key
+        if rev != known_rev or count < known:
+            self.critical, known = _Detected(), 0
+        if count > known:
+            _detected_critical(state["critical"][known:], self.critical)
+        self.critical_key = (count, rev)
+        return self.critical
 
 
 _NEVER = 1 << 62
@@ -341,9 +379,10 @@ def render(
     active_ids = {item[2]["id"] for item in active}
 
     by_segment = {s["id"]: s for s in segments}
-    critical = critical_items(state, events, cache)
-    placed = sorted((c["turn"], index) for index, c in enumerate(critical) if c["turn"] is not None)
-    turns_of = [turn for turn, _ in placed]
+    detected = cache.detected(state) if cache is not None else _detected_critical(state["critical"])
+    marked = _marked_critical(events)
+    critical = detected.items + marked
+    placed, turns_of = detected.placed, detected.turns  # marked items have no turn
     closed_count = len(state["segments"])
     signature = (
         len(events),
@@ -463,6 +502,6 @@ def render(
         ],
         "displaced": [item[2]["id"] for item in scored[capacity:]],
         "state": working_state.derive(state, segments, efforts, critical),
-        "critical": [c["text"] for c in critical],
+        "critical": detected.texts.extended(c["text"] for c in marked),
     }
     return Tiers(manifest, open_doc, working)
