@@ -25,6 +25,7 @@ lifecycle.archive_turns        1500       this far back: archived (recall only)
 recall.semantic                false      hybrid recall: add sentence-embedding similarity
                                           (needs ``pip install 'ccm[semantic]'``; slow
                                           on long turns, see ccm/semantic.py)
+sleep.private_names            []         people's names ``ccm export`` replaces by <name>
 =============================  =========  ==================================================
 """
 
@@ -51,6 +52,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "segments": {"time_gap_minutes": 120, "min_turns": 4, "max_turns": 60, "summary_tokens": 80},
     "working": {"capacity": 4},
     "recall": {"semantic": False},
+    "sleep": {"private_names": []},
     "lifecycle": {
         "fresh_turns": 6,
         "stale_turns": 60,

@@ -569,3 +569,32 @@ def test_one_consolidation_at_a_time(vault: Path) -> None:
     assert not (vault / "artifacts").exists()
     ccm(vault, "consolidate")  # free again
     assert (vault / SQLITE_NOTE).exists()
+
+
+def test_export_replaces_the_names_of_people_you_list(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("sleep:\n  private_names: [Ada Lovelace]\n")
+    said = turns(
+        ("user", "Who should look at the importer before the release?", "2026-03-05T10:00:00Z"),
+        ("assistant", "Someone who knows the bank formats well.", "2026-03-05T10:00:30Z"),
+        ("user", "Decision: we ask Ada Lovelace to review the importer.", "2026-03-05T10:01:00Z"),
+        ("assistant", "Good, Ada knows those formats best.", "2026-03-05T10:01:30Z"),
+    )
+    ingest(root, tmp_path, "review", said)
+    ccm(root, "consolidate")
+    assert (
+        "Ada Lovelace"
+        in (root / "artifacts/decision/ask-ada-lovelace-review-importer.md").read_text()
+    )
+    shared = tmp_path / "shared"
+
+    ccm(root, "export", "--layer", "1", str(shared))
+
+    [note] = (shared / "artifacts" / "decision").glob("*.md")
+    assert note.name == "ask-name-review-importer.md"
+    text = note.read_text(encoding="utf-8")
+    assert "we ask <name> to review the importer" in text
+    for path in shared.rglob("*"):
+        if path.is_file():
+            assert "Ada" not in path.read_text(encoding="utf-8") and "Ada" not in path.name

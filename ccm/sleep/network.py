@@ -10,6 +10,7 @@ export resolves inside it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,11 +145,18 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
         if r.get("artifact") and int(r.get("layer", 0)) >= layer
     }
 
-    def clean(text: str) -> str:
-        return redact(text) if layer >= 1 else text
+    names = frozenset(store.config.get("sleep", "private_names"))
 
-    # shared ids are vault paths: a session's name stays private
-    ids = {node_id: str(r["artifact"]).removesuffix(".md") for node_id, r in chosen.items()}
+    def clean(text: str) -> str:
+        return redact(text, names) if layer >= 1 else text
+
+    # shared ids are paths made from the shared text: no session name, no private name
+    shared = [
+        dataclasses.replace(node, text=clean(node.text))
+        for node in network.nodes
+        if node.id in chosen
+    ]
+    ids = artifacts.assign_paths(shared, {}, lambda path: None)
     edges = [e for e in network.edges if e.source in chosen and e.target in chosen]
     files: dict[str, bytes] = {}
     index = [f"# Shared conclusions (layer {layer} and up)", ""]
