@@ -13,6 +13,7 @@ restores it).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -190,8 +191,11 @@ def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
     return segments
 
 
-def _efforts(state: State, segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    efforts = {e["id"]: {**e, "segments": list(e["segments"])} for e in state["efforts"]}
+def _efforts(
+    state: State, segments: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    # shallow copies: only the open segment's effort gets a new segment list
+    efforts = {e["id"]: {**e} for e in state["efforts"]}
     if segments and segments[-1].get("current"):
         last = segments[-1]
         effort = efforts.setdefault(
@@ -201,9 +205,8 @@ def _efforts(state: State, segments: list[dict[str, Any]]) -> list[dict[str, Any
         merged = Counter(effort["terms"])
         merged.update(last["terms"])
         effort["terms"] = {t: merged[t] for t in top_terms(dict(merged), 60)}
-        effort["segments"].append(last["id"])
+        effort["segments"] = [*effort["segments"], last["id"]]
         effort["last"] = last["last"]
-    by_id = {s["id"]: s for s in segments}
     for effort in efforts.values():
         final = by_id[effort["segments"][-1]]
         effort["status"] = final["status"]
@@ -306,11 +309,67 @@ class RenderCache:
         # what every closed segment's entry depends on beyond the segment itself
         self.signature: tuple[Any, ...] | None = None
         # per closed segment, by index: (its rev, the turn its lifecycle may change,
-        # its key, its entry)
+        # its key, its entry); the revs and entries also as lists of their own, and
+        # (turn its lifecycle may change, index) as a heap
         self.closed: list[tuple[int, int, tuple[Any, ...], Frozen]] = []
+        self.revs: list[int] = []
+        self.entries: list[Frozen] = []
+        self.heap: list[tuple[int, int]] = []
+        # closed segments by id, and the open one
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.mapped = 0
+        self.open_id: str | None = None
         # the detected critical items, as of (count, critical_rev)
         self.critical_key: tuple[int, int] = (0, -1)
         self.critical = _Detected()
+
+    def record(self, index: int, record: tuple[int, int, tuple[Any, ...], Frozen]) -> None:
+        if index < len(self.closed):
+            self.closed[index] = record
+            self.revs[index] = record[0]
+            self.entries[index] = record[3]
+        else:
+            self.closed.append(record)
+            self.revs.append(record[0])
+            self.entries.append(record[3])
+        if record[1] < _NEVER:
+            heapq.heappush(self.heap, (record[1], index))
+
+    def truncate(self, count: int) -> None:
+        del self.closed[count:], self.revs[count:], self.entries[count:]
+
+    def changed(self, closed: list[dict[str, Any]], last_turn: int) -> list[int]:
+        """Indices of the recorded segments whose rev changed or whose lifecycle may have
+        moved on by `last_turn`."""
+        revs = [segment.get("rev", 0) for segment in closed]
+        found = set()
+        if revs != self.revs:
+            found = {n for n, (a, b) in enumerate(zip(revs, self.revs, strict=True)) if a != b}
+        heap = self.heap
+        while heap and heap[0][0] <= last_turn:
+            expiry, index = heapq.heappop(heap)
+            if index < len(self.closed) and self.closed[index][1] == expiry:
+                found.add(index)
+        return sorted(found)
+
+    def segment_map(
+        self, closed: list[dict[str, Any]], segments: list[dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        """Every segment by id (the closed ones and the open one), kept up to date."""
+        by_id = self.by_id
+        if len(closed) < self.mapped:
+            by_id.clear()
+            self.mapped, self.open_id = 0, None
+        if self.open_id is not None:
+            del by_id[self.open_id]
+        for segment in closed[self.mapped :]:
+            by_id[segment["id"]] = segment
+        self.mapped = len(closed)
+        self.open_id = None
+        if len(segments) > len(closed):
+            self.open_id = segments[-1]["id"]
+            by_id[self.open_id] = segments[-1]
+        return by_id
 
     def detected(self, state: State) -> _Detected:
         """The detected critical items, extended by those the fold added since the last
@@ -353,7 +412,12 @@ def render(
     live = active_events(events)
     marks = _marks(live)
     segments = _segments(state, int(config.get("segments", "summary_tokens")))
-    efforts = _efforts(state, segments)
+    by_segment = (
+        cache.segment_map(state["segments"], segments)
+        if cache is not None
+        else {s["id"]: s for s in segments}
+    )
+    efforts = _efforts(state, segments, by_segment)
     last_turn = state["last_turn"]
     capacity = int(config.get("working", "capacity"))
 
@@ -378,7 +442,6 @@ def render(
     active = scored[:capacity]
     active_ids = {item[2]["id"] for item in active}
 
-    by_segment = {s["id"]: s for s in segments}
     detected = cache.detected(state) if cache is not None else _detected_critical(state["critical"])
     marked = _marked_critical(events)
     critical = detected.items + marked
@@ -392,15 +455,14 @@ def render(
         tuple(sorted(config.values.get("lifecycle", {}).items())),
         state.get("critical_rev", 0),
     )
-    quick = cache is not None and cache.signature == signature
-    manifest_segments: list[dict[str, Any]] = []
-    for index, segment in enumerate(segments):
+    quick = cache is not None and cache.signature == signature and len(cache.closed) <= closed_count
+
+    def entry_of(index: int, segment: dict[str, Any]) -> Frozen:
+        """The manifest entry of one segment; a closed one's is recorded in the cache,
+        reused as is when its key did not change."""
         closed = cache is not None and index < closed_count
         known = cache.closed[index] if closed and index < len(cache.closed) else None  # type: ignore[union-attr]
         rev = segment.get("rev", 0)
-        if quick and known is not None and known[0] == rev and last_turn < known[1]:
-            manifest_segments.append(known[3])
-            continue
         sid = segment["id"]
         conclusion = segment["conclusion"]
         low = bisect.bisect_left(turns_of, segment["first"])
@@ -449,16 +511,31 @@ def render(
             if marks.compressed.get(sid):
                 item["compressed_note"] = marks.compressed[sid]
             entry = Frozen(item)
-        manifest_segments.append(entry)
         if closed:
-            record = (rev, _lifecycle_expiry(segment, last_turn, config), key, entry)
-            if known is not None:
-                cache.closed[index] = record  # type: ignore[union-attr]
-            else:
-                cache.closed.append(record)  # type: ignore[union-attr]
-    if cache is not None:
-        del cache.closed[closed_count:]
+            assert cache is not None
+            expiry = _lifecycle_expiry(segment, last_turn, config)
+            cache.record(index, (rev, expiry, key, entry))
+        return entry
+
+    if cache is None:
+        manifest_segments = [entry_of(index, segment) for index, segment in enumerate(segments)]
+    else:
+        if quick:
+            # only segments whose rev changed, whose lifecycle may have moved on, and
+            # those closed since the last render
+            known_count = len(cache.closed)
+            for index in cache.changed(state["segments"][:known_count], last_turn):
+                entry_of(index, segments[index])
+        else:
+            cache.heap.clear()
+            known_count = 0
+        for index in range(known_count, closed_count):
+            entry_of(index, segments[index])
+        cache.truncate(closed_count)
         cache.signature = signature
+        manifest_segments = list(cache.entries)
+        if len(segments) > closed_count:
+            manifest_segments.append(entry_of(closed_count, segments[-1]))
 
     manifest = {
         "session": session,
@@ -501,7 +578,7 @@ def render(
             for index, (focused, score, effort, reasons) in enumerate(active)
         ],
         "displaced": [item[2]["id"] for item in scored[capacity:]],
-        "state": working_state.derive(state, segments, efforts, critical),
+        "state": working_state.derive(state, segments, efforts, critical, by_segment),
         "critical": detected.texts.extended(c["text"] for c in marked),
     }
     return Tiers(manifest, open_doc, working)

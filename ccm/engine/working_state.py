@@ -63,11 +63,14 @@ def derive(
     segments: list[dict[str, Any]],
     efforts: list[dict[str, Any]],
     critical: list[dict[str, Any]],
+    by_id: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """`by_id`: the segments by id, when the caller has them at hand."""
     recent = state["recent"]
     current = segments[-1] if segments else None
     effort = next((e for e in efforts if current and e["id"] == current["effort"]), None)
-    by_id = {s["id"]: s for s in segments} if effort else {}
+    if by_id is None:
+        by_id = {s["id"]: s for s in segments} if effort else {}
     in_effort = [by_id[sid] for sid in effort["segments"] if sid in by_id] if effort else []
 
     current_task = None
