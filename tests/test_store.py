@@ -120,6 +120,30 @@ def test_atomic_write_keeps_old_file_and_no_temp_on_error(
     assert seen and store.is_temp_file(seen[0]) and seen[0].startswith(".")
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "rename"])
+def test_a_write_without_fsync_replaces_in_order_and_leaves_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: bool
+) -> None:
+    """durable=False swaps the new file in (renameat2 on Linux) or renames it; either way
+    each file is whole, the old one is gone, and the signature returned is the file's."""
+    if not exchange:
+        monkeypatch.setattr(store, "_renameat2", False)
+    folder = tmp_path / "s"
+    first = store.atomic_write_many(folder, {"working.yaml": b"w1\n", "manifest.yaml": b"m1\n"})
+    renamed: list[str] = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: renamed.append(str(b)) or real_replace(a, b))
+    files = {"working.yaml": b"w2\n" * 3, "manifest.yaml": b"m2\n", "open.yaml": b"o\n"}
+    second = store.atomic_write_many(folder, files, durable=False)
+    assert {name: (folder / name).read_bytes() for name in files} == files
+    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    for name, sig in second.items():
+        assert sig == store.signature(os.stat(folder / name)) != first.get(name)
+    # only a file that did not exist yet is renamed when the exchange works
+    expected = ["open.yaml"] if exchange and sys.platform.startswith("linux") else list(files)
+    assert [Path(p).name for p in renamed] == expected
+
+
 # -- reading ------------------------------------------------------------------
 
 
