@@ -203,23 +203,21 @@ def _write(
     change only in their values since). working.yaml is written first: it is what a
     reader waits for, and the manifest is the largest.
     """
-    files: dict[str, tuple[str, Any, str | bytes]] = {}
-    for name, schema in reversed(FILES):
-        data: Any = getattr(tiers, schema)
-        if name == "manifest.yaml":
-            content: str | bytes = yamlio.dumps_bytes(data, runs if runs is not None else {})
-        else:
-            content = yamlio.dumps(data)
-        if full_check:
-            pass
-        elif name == "manifest.yaml":
-            data = {**data, "segments": data["segments"][-3:]}
-        elif name == "open.yaml":
-            data = {
-                **data,
-                "efforts": [{**e, "segment_refs": e["segment_refs"][-3:]} for e in data["efforts"]],
-            }
-        elif name == "working.yaml":
-            data = {**data, "critical": data["critical"][-3:]}
-        files[name] = (schema, data, content)
+    manifest, open_doc, working = tiers.manifest, tiers.open, tiers.working
+    contents: dict[str, str | bytes] = {
+        "working.yaml": yamlio.dumps(working),
+        "open.yaml": yamlio.dumps(open_doc),
+        "manifest.yaml": yamlio.dumps_bytes(manifest, runs if runs is not None else {}),
+    }
+    if not full_check:
+        manifest = {**manifest, "segments": manifest["segments"][-3:]}
+        open_doc = {
+            **open_doc,
+            "efforts": [{**e, "segment_refs": e["segment_refs"][-3:]} for e in open_doc["efforts"]],
+        }
+        working = {**working, "critical": working["critical"][-3:]}
+    checked = {"working.yaml": working, "open.yaml": open_doc, "manifest.yaml": manifest}
+    files: dict[str, tuple[str, Any, str | bytes]] = {
+        name: (schema, checked[name], contents[name]) for name, schema in reversed(FILES)
+    }
     return store.write_derived_files(session, files, durable=durable, known=known)
