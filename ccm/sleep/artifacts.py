@@ -122,6 +122,11 @@ def session_record(
                         "clipped": len(text) > QUOTE_CHARS,
                     }
                 )
+        if conclusion:
+            conclusion = {
+                **conclusion,
+                "layer": layer(str(conclusion["text"]), str(conclusion["kind"])),
+            }
         segments.append(
             {
                 "id": str(segment["id"]),
@@ -281,7 +286,8 @@ class Graph:
     lost_to: dict[str, Conflict] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.layers = {i: layer(n.text, n.kind) for i, n in self.nodes.items()}
+        if not self.layers:
+            self.layers = {i: layer(n.text, n.kind) for i, n in self.nodes.items()}
         outgoing: defaultdict[str, list[Edge]] = defaultdict(list)
         incoming: defaultdict[str, list[Edge]] = defaultdict(list)
         for edge in self.edges:
@@ -538,6 +544,14 @@ def session_note(record: SessionRecord, graph: Graph) -> str:
             )
         lines.append("")
     return notes.render(fields, "\n".join(lines))
+
+
+def layers_of(segments: dict[str, SegmentRecord]) -> dict[str, int]:
+    """Each conclusion's rung on the abstraction ladder, worked out when its session was read."""
+    return {
+        node_id: int((segment["conclusion"] or {}).get("layer", 0))
+        for node_id, segment in segments.items()
+    }
 
 
 def segments_by_node(records: Iterable[SessionRecord]) -> dict[str, SegmentRecord]:

@@ -275,10 +275,12 @@ def _run(
     pending = _notes(records, graph, set(report.consolidated))
     files: dict[str, bytes] = {}
     note_hashes = _sync(root, pending, state.get("notes", {}), report, files)
-    network = _network(graph)
-    for relative, data in network.items():
-        if vault.read_bytes(root / relative) != data:
-            files[relative] = data
+    for relative, (schema, data, encoded) in _network(graph).items():
+        if vault.read_bytes(root / relative) != encoded:
+            why = schemas.problem(schema, data)
+            if why is not None:
+                raise SchemaError(root / relative, None, f"refusing to write: {why}")
+            files[relative] = encoded
             report.network_written.append(relative)
     _conflicts(graph, state, report)
     _changes(graph, state, report)
@@ -305,9 +307,9 @@ def _run(
         "confidence": {i: round(s, 6) for i, s in graph.scores.items()},
         "conflicts": sorted(_conflict_key(c) for c in graph.conflicts),
     }
-    data = vault.state_bytes(new_state)
-    if vault.read_bytes(vault.state_path(store)) != data:
-        vault.save_state(store, data)
+    remembered = vault.state_bytes(new_state)
+    if vault.read_bytes(vault.state_path(store)) != remembered:
+        vault.save_state(store, remembered)
     return report
 
 
@@ -329,6 +331,7 @@ def _settle(store: Store, records: dict[str, SessionRecord], state: dict[str, An
         paths=paths,
         sweeps=scores.sweeps,
         converged=scores.converged,
+        layers=artifacts.layers_of(segments),
     )
 
 
@@ -449,7 +452,7 @@ def _keep_edit(
     )
 
 
-def _network(graph: Graph) -> dict[str, bytes]:
+def _network(graph: Graph) -> dict[str, tuple[str, dict[str, Any], bytes]]:
     """network/nodes.json and network/edges.json, ordered by id (deterministic)."""
     import json
 
@@ -483,20 +486,28 @@ def _network(graph: Graph) -> dict[str, bytes]:
         for e in graph.edges
     ]
 
-    def encode(data: Any) -> bytes:
-        return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode(
-            "utf-8", "surrogatepass"
+    def encode(key: str, items: list[dict[str, Any]]) -> bytes:
+        """One item a line: readable, diffable, and written by the C encoder."""
+        lines = ",\n".join(json.dumps(item, ensure_ascii=False) for item in items)
+        text = (
+            f'{{"format": 1, "{key}": [\n{lines}\n]}}\n'
+            if items
+            else f'{{"format": 1, "{key}": []}}\n'
         )
+        return text.encode("utf-8", "surrogatepass")
 
-    documents = {
-        "network/nodes.json": ("network_nodes", {"format": 1, "nodes": nodes}),
-        "network/edges.json": ("network_edges", {"format": 1, "edges": edges}),
+    return {
+        "network/nodes.json": (
+            "network_nodes",
+            {"format": 1, "nodes": nodes},
+            encode("nodes", nodes),
+        ),
+        "network/edges.json": (
+            "network_edges",
+            {"format": 1, "edges": edges},
+            encode("edges", edges),
+        ),
     }
-    for name, (schema, data) in documents.items():
-        why = schemas.problem(schema, data)
-        if why is not None:
-            raise SchemaError(name, None, f"refusing to write: {why}")
-    return {name: encode(data) for name, (_, data) in documents.items()}
 
 
 def _conflict_key(conflict: Any) -> str:

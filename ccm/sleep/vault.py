@@ -25,7 +25,7 @@ from ccm.store import EVENTS, RAW, Store, atomic_write, atomic_write_many, is_te
 log = logging.getLogger(__name__)
 
 STATE_NAME = "sleep.json"
-STATE_FORMAT = 2  # raise it when notes render differently
+STATE_FORMAT = 3  # raise it when notes render differently
 _ID_LINE = re.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
 
 
