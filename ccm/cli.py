@@ -664,8 +664,8 @@ def recall(
         return
     for hit in kept:
         turns = f"turns {hit.first_turn}-{hit.last_turn}" if hit.first_turn else hit.key
-        why = ", ".join(hit.matched) or "stemmed match"
-        click.echo(f"--- {hit.session} {hit.kind} {turns} (score {hit.score:.2f}; matched: {why})")
+        why = hit.why or f"matched: {', '.join(hit.matched) or 'a stemmed word'}"
+        click.echo(f"--- {hit.session} {hit.kind} {turns} (score {hit.score:.2f}; {why})")
         click.echo(hit.text)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from ccm import derive, tokens
@@ -312,8 +313,7 @@ def _assemble(
         tail_reserve = int(total * shares["tail"])  # the latest exchange is never crowded out
         allowance = min(budget.left - tail_reserve, int(total * shares["recall"]) + carry)
         hits = index.recall(query, session, exclude_after=tail_first)
-        candidates = _recall_lines(hits)
-        used = _fill(recall, candidates, allowance, [hit.tokens for hit in hits])
+        used = _fill_recall(recall, hits, allowance)
         budget.take(used)
         carry = max(0, allowance - used)
 
@@ -371,9 +371,64 @@ def _effort_lines(
     return lines
 
 
-def _recall_lines(hits: list[Hit]) -> list[tuple[str, Any]]:
-    """Each unit's text, with what identifies it and why it was chosen (best first)."""
-    return [(hit.text, {k: v for k, v in hit.as_dict().items() if k != "text"}) for hit in hits]
+def _fill_recall(block: Block, hits: list[Hit], allowance: int) -> int:
+    """The best units that fit in `allowance`, shown in the order they were said under
+    the day they were said (a dated exchange loses its own time stamp: a day heading
+    shared by several exchanges leaves room for about a sixth more of them); segment
+    summaries and notes follow. Returns the tokens used."""
+    used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
+    if not hits or used >= allowance:
+        return 0
+    chosen: list[tuple[str, str, Hit]] = []  # (day, text, hit)
+    days: set[str] = set()
+    for hit in hits:
+        day, text = _undated(hit)
+        room = allowance - used
+        # the stored count less the stamp's is within a token or two of the exact one
+        if hit.tokens - (STAMP_TOKENS if day else 0) > room + 2:
+            continue
+        cost = tokens.count_cached(text) + 1
+        if day and day not in days:
+            cost += tokens.count_cached(_day_heading(day)) + 1
+        if cost > room:
+            continue
+        chosen.append((day, text, hit))
+        days.add(day)
+        used += cost
+    if not chosen:
+        return 0
+    shown_day = None
+    for day, text, hit in sorted(chosen, key=lambda c: (c[0] or "~", c[2].first_turn or 0)):
+        if day and day != shown_day:
+            block.lines.append(_day_heading(day))
+            block.items.append({"day": day})
+            shown_day = day
+        block.lines.append(text)
+        block.items.append({k: v for k, v in hit.as_dict().items() if k != "text"})
+    block.tokens = used
+    return used
+
+
+STAMP_TOKENS = 11  # about what "[2024-01-17 10:00] " costs
+
+
+def _undated(hit: Hit) -> tuple[str, str]:
+    """The day of a dated exchange and its text without the leading time stamp."""
+    if hit.kind != "pair" or not hit.ts:
+        return "", hit.text
+    return hit.ts[:10], _STAMP.sub("", hit.text, count=1)
+
+
+_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d\] ")
+
+
+def _day_heading(day: str) -> str:
+    """``[2024-01-17 Wed]``: the weekday helps place "last Friday" and "yesterday"."""
+    try:
+        weekday = date.fromisoformat(day).strftime("%a")
+    except ValueError:
+        return f"[{day}]"
+    return f"[{day} {weekday}]"
 
 
 def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]:

@@ -12,12 +12,15 @@ of an update is that of the new turns (plus the last, still growing, pair).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +40,14 @@ CREATE TABLE IF NOT EXISTS units(
     tokens INTEGER NOT NULL,
     text TEXT NOT NULL,
     tag TEXT NOT NULL,
+    speaker TEXT,
     UNIQUE(session, kind, key)
 );
+CREATE TABLE IF NOT EXISTS speakers(
+    session TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY(session, name)
+) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     text, tag, content='units', content_rowid='id', tokenize='porter unicode61'
 );
@@ -76,14 +85,17 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 8
-TOPIC_WEIGHT = 0.8
-TOPIC_SEGMENTS = 3
+VERSION = 9
+# Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
+# as round values where recall was flat around them (see the README).
+CANDIDATES = 300  # best turns by BM25 that recall starts from
+TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
 TOPIC_HITS = 20
-NEIGHBOUR_HITS = 5
-NEIGHBOUR_WEIGHT = 0.5
-SEMANTIC_WEIGHT = 1.0  # an exchange's embedding similarity counts as much as its BM25
-SEMANTIC_HITS = 50
+SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
+NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of the better of its two neighbours
+SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
+SEMANTIC_HITS = 200
+SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
 EMBED_BATCH = 256
 _DATE_PREFIX = re.compile(r"^\[[^\]]{0,40}\] ")
 TOOL_CHARS = 300
@@ -104,6 +116,7 @@ class Hit:
     text: str
     score: float
     matched: tuple[str, ...]
+    why: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -115,14 +128,20 @@ class Hit:
             "tokens": self.tokens,
             "score": round(self.score, 4),
             "matched": list(self.matched),
+            "why": self.why,
             "text": self.text,
         }
 
 
-def speaker(turn: dict[str, Any]) -> str:
+def named_speaker(turn: dict[str, Any]) -> str | None:
+    """The person who said `turn` when the source names one (LoCoMo, group chats)."""
     meta = turn.get("meta") or {}
     name = meta.get("speaker")
-    return str(name) if isinstance(name, str) and name else str(turn["role"])
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def speaker(turn: dict[str, Any]) -> str:
+    return named_speaker(turn) or str(turn["role"])
 
 
 def render_turn(turn: dict[str, Any]) -> str:
@@ -178,6 +197,7 @@ class Index:
             bool(store.config.get("recall", "semantic")) if semantic is None else semantic
         )
         self._vectors: dict[str, tuple[int, Any, Any]] = {}
+        self._speaker_of: dict[int, str] = {}  # filled by `_said_by`, for the reasons
         # per session: the manifest entries and notes last indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any]]] = {}
 
@@ -246,6 +266,7 @@ class Index:
         with self._writing():
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+            self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
             self.postings.drop(session)
 
     def update(self, session: str, manifest: dict[str, Any] | None = None) -> int:
@@ -294,8 +315,8 @@ class Index:
         return len(missing)
 
     def _semantic(self, query: str, session: str, exclude_after: int | None) -> dict[int, float]:
-        """The turns most similar to `query` by embedding, each with a score in [0, 1]
-        relative to the best and the `SEMANTIC_HITS`-th (top-k, not a fixed threshold)."""
+        """The `SEMANTIC_HITS` turns most similar to `query` by embedding, each with its
+        cosine similarity (at least 0): top-k, not a fixed threshold."""
         from ccm import semantic
 
         count = self.db.execute(
@@ -322,9 +343,7 @@ class Index:
         if k == 0:
             return {}
         best = np.argpartition(-sims, k - 1)[:k]
-        top, floor = float(sims[best].max()), float(sims[best].min())
-        spread = top - floor or 1.0
-        return {int(turns[i]): max(0.0, (float(sims[i]) - floor) / spread) for i in best}
+        return {int(turns[i]): max(0.0, float(sims[i])) for i in best}
 
     def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
         inode, cursor = self._progress(session)
@@ -332,6 +351,7 @@ class Index:
             self._seen.pop(session, None)
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+            self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
             self.postings.drop(session)
             cursor = Cursor()
         lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
@@ -339,14 +359,22 @@ class Index:
         if lines:
             groups = pairs([line.record for line in lines if line.record is not None])
             said: list[tuple[int, int, str]] = []
+            names: set[str] = set()
             for group in groups:
                 written += self._put(session, "pair", str(group[0]["turn"]), group)
                 for turn in group:  # single turns rank better; pairs are what is shown
                     if turn["role"] != "tool":
                         text = render_turn(turn)
-                        written += self._put(session, "turn", str(turn["turn"]), [turn], text)
+                        name = named_speaker(turn)
+                        written += self._put(session, "turn", str(turn["turn"]), [turn], text, name)
                         said.append((turn["turn"], group[0]["turn"], text))
+                        if name:
+                            names.add(name)
             self.postings.add(session, said)
+            self.db.executemany(
+                "INSERT OR IGNORE INTO speakers(session, name) VALUES (?, ?)",
+                [(session, name) for name in sorted(names)],
+            )
             # start the next update at the last exchange: its answer may still be growing
             last_start = groups[-1][0]["turn"]
             for position, line in enumerate(lines):
@@ -368,14 +396,15 @@ class Index:
         key: str,
         group: list[dict[str, Any]],
         text: str | None = None,
+        speaker: str | None = None,
     ) -> int:
         """Insert or refresh one unit; an unchanged one is left alone (no churn)."""
         text = "\n".join(render_group(group)) if text is None else text
         # only exchanges are shown; single turns serve ranking and need no token count
         count = tokens.count_tokens(text) if kind == "pair" else 0
         cursor = self.db.execute(
-            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
-            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag, "
+            "speaker) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
             "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
             (
@@ -388,6 +417,7 @@ class Index:
                 count,
                 text,
                 _tag_column(kind, session),
+                speaker,
             ),
         )
         return max(cursor.rowcount, 0)
@@ -631,89 +661,158 @@ class Index:
     def recall(
         self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
     ) -> list[Hit]:
-        """Whole units for `query`, best first.
+        """Whole exchanges for `query`, best first, then segment summaries and notes.
 
-        An exchange scores by its best matching turn (BM25 is fairer to one turn than
-        to an exchange that dilutes it) plus half the score of its segment's whole text
-        (the topic matches even where the turn's own words do not), each normalised by
-        the best of its kind; segment summaries and notes follow on their own score.
+        Turns are scored, and an exchange takes the score of its best turn:
+
+        * BM25 of the query's words, relative to the best turn. The name of a person
+          the query asks about is left out: it says whose words to look for, not what
+          they said (and "Thanks, Caroline!" matches a name but tells nothing);
+        * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
+        * plus `SEMANTIC_WEIGHT` times its cosine similarity (the semantic extra);
+        * times 1 + `SPEAKER_BOOST` when said by a person the query names;
+        * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours: an answer
+          follows its question, and the fact asked about is often said just before or
+          after the turn whose words match.
         """
         words = query_words(query)
-        terms = lexical.stems(words)
-        turns = self.postings.search(session, terms, limit, exclude_after)
-        spans = self.postings.topics(session, terms, TOPIC_HITS)
-        summaries = self._summaries(words, session, ("segment", "note"), 10, True) if words else []
-        best_turn = max((t.score for t in turns), default=1.0) or 1.0
-        best_topic = max((score for _, _, score in spans), default=1.0) or 1.0
-        spans = [(first, last, score / best_topic) for first, last, score in spans]
-
-        def topic_score(turn: int) -> float:
-            return max(
-                (score for first, last, score in spans if first <= turn <= last), default=0.0
-            )
-
-        scored: dict[str, tuple[float, tuple[str, ...], tuple[Any, ...]]] = {}
-        columns = "key, first_turn, last_turn, ts, tokens, text"
-
-        def pair_of(turn: int) -> tuple[Any, ...] | None:
-            return self._pair_of(session, turn)
-
-        exchanges = self._exchanges(session, [t.pair for t in turns])
-        for hit in turns:
-            row = exchanges.get(hit.pair)
+        names = self.speakers_named(session, query)
+        skip = {lexical.stem(part.lower()) for name in names for part in _WORD.findall(name)}
+        terms = [term for term in lexical.stems(words) if term not in skip]
+        found = self.postings.search(session, terms, CANDIDATES, exclude_after) if terms else []
+        top = max((hit.score for hit in found), default=0.0) or 1.0
+        base = {hit.turn: hit.score / top for hit in found}
+        held = {hit.turn: hit.terms for hit in found}
+        starts = {hit.turn: hit.pair for hit in found}
+        why: dict[int, list[str]] = defaultdict(list)
+        if self.semantic:
+            for turn, value in self._semantic(
+                _without_names(query, names) or query, session, exclude_after
+            ).items():
+                base[turn] = base.get(turn, 0.0) + SEMANTIC_WEIGHT * value
+                why[turn].append(f"similar in meaning ({value:.2f})")
+        candidates = set(base)
+        near = {t for turn in candidates for t in (turn - 1, turn + 1) if t > 0} - candidates
+        if exclude_after is not None:
+            near = {t for t in near if t < exclude_after}
+        for turn in near:
+            base[turn] = 0.0
+        spans = self.postings.topics(session, terms, TOPIC_HITS) if terms else []
+        best_topic = max((score for _, _, score in spans), default=0.0) or 1.0
+        if spans:
+            firsts = sorted((first, last, score) for first, last, score in spans)
+            keys = [first for first, _, _ in firsts]
+            for turn in base:
+                at = bisect.bisect_right(keys, turn) - 1
+                if at >= 0 and firsts[at][0] <= turn <= firsts[at][1]:
+                    base[turn] += TOPIC_WEIGHT * firsts[at][2] / best_topic
+        if names:
+            for turn in self._said_by(session, names, base):
+                base[turn] *= 1 + SPEAKER_BOOST
+                why[turn].append(f"said by {self._speaker_of[turn]}")
+        score = {
+            turn: value + NEIGHBOUR_WEIGHT * max(base.get(turn - 1, 0.0), base.get(turn + 1, 0.0))
+            for turn, value in base.items()
+        }
+        starts.update(self._pair_starts(session, [t for t in score if t not in starts]))
+        exchange: dict[int, tuple[float, int]] = {}  # first turn -> (score, best turn)
+        for turn, value in score.items():
+            first = starts.get(turn)
+            if first is not None and value > exchange.get(first, (0.0, 0))[0]:
+                exchange[first] = (value, turn)
+        for first, last, value in spans:  # the rest of the best topics, on their score
+            for (start,) in self.db.execute(
+                "SELECT first_turn FROM units WHERE session=? AND kind='pair' "
+                "AND first_turn BETWEEN ? AND ?",
+                (session, first, last if exclude_after is None else min(last, exclude_after - 1)),
+            ):
+                exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
+        ranked = sorted(exchange.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+        rows = self._exchanges(session, [first for first, _ in ranked])
+        units: list[Hit] = []
+        for first, (value, turn) in ranked:
+            row = rows.get(first)
             if row is None:
                 continue
-            score = hit.score / best_turn + TOPIC_WEIGHT * topic_score(hit.turn)
-            old = scored.get(row[0])
-            if old is None or score > old[0]:
-                matched = tuple(w for w in words if lexical.stem(w) in hit.terms)
-                scored[row[0]] = (score, matched, row)
-        if self.semantic:  # hybrid: an exchange's closest turn by meaning adds its share
-            closeness: dict[str, float] = {}
-            for turn, value in self._semantic(query, session, exclude_after).items():
-                row = pair_of(turn)
-                if row is None:
-                    continue
-                closeness[row[0]] = max(value, closeness.get(row[0], 0.0))
-                scored.setdefault(row[0], (TOPIC_WEIGHT * topic_score(turn), (), row))
-            for key, value in closeness.items():
-                score, matched, row = scored[key]
-                scored[key] = (score + SEMANTIC_WEIGHT * value, matched, row)
-        best = sorted(scored.values(), key=lambda v: -v[0])[:NEIGHBOUR_HITS]
-        for score, _, row in best:  # what was said just before and after a strong hit
-            for near in (pair_of(row[1] - 1), pair_of(row[2] + 1)):
-                if near is not None:
-                    scored.setdefault(near[0], (NEIGHBOUR_WEIGHT * score, (), near))
-        for first, last, score in spans[:TOPIC_SEGMENTS]:  # the turns of the best topics
-            for row in self.db.execute(
-                f"SELECT {columns} FROM units WHERE session=? AND kind='pair' "
-                "AND first_turn BETWEEN ? AND ? ORDER BY first_turn",
-                (session, first, last),
-            ):
-                scored.setdefault(row[0], (TOPIC_WEIGHT * score, (), tuple(row)))
-        units = [
-            Hit(session, "pair", row[0], row[1], row[2], row[3], row[4], row[5], score, matched)
-            for score, matched, row in sorted(scored.values(), key=lambda v: (-v[0], v[2][1]))
-        ]
-        units += [
-            Hit(
-                h.session,
-                h.kind,
-                h.key,
-                h.first_turn,
-                h.last_turn,
-                h.ts,
-                h.tokens,
-                h.text,
-                h.score / best_turn,
-                h.matched,
+            key, first_turn, last_turn, ts, count, text = row
+            inside = range(first_turn, last_turn + 1)
+            terms_in = {term for t in inside for term in held.get(t, ())}
+            matched = tuple(w for w in words if lexical.stem(w) in terms_in)
+            reasons = [f"matched: {', '.join(matched)}"] if matched else []
+            reasons += [r for t in inside for r in why.get(t, ())]
+            if not matched and turn in near:
+                reasons.append("next to a hit")
+            elif not reasons:
+                reasons.append("its segment matches")
+            units.append(
+                Hit(
+                    session,
+                    "pair",
+                    key,
+                    first_turn,
+                    last_turn,
+                    ts,
+                    count,
+                    text,
+                    value,
+                    matched,
+                    "; ".join(dict.fromkeys(reasons)),
+                )
             )
-            for h in summaries
+        summaries = self._summaries(words, session, ("segment", "note"), 10, True) if words else []
+        best_summary = max((h.score for h in summaries), default=0.0) or 1.0
+        units += [
+            dataclasses.replace(
+                hit,
+                score=SUMMARY_WEIGHT * hit.score / best_summary,
+                why=f"matched: {', '.join(hit.matched)}" if hit.matched else "",
+            )
+            for hit in summaries
         ]
         units.sort(key=lambda h: -h.score)
         if exclude_after is not None:
             units = [u for u in units if u.first_turn is None or u.first_turn < exclude_after]
         return units
+
+    def speakers_named(self, session: str, query: str) -> list[str]:
+        """The people of `session` (by the names its turns give) that `query` mentions."""
+        lowered = {w.lower() for w in _WORD.findall(query)}
+        return [
+            name
+            for (name,) in self.db.execute(
+                "SELECT name FROM speakers WHERE session=? ORDER BY name", (session,)
+            )
+            if any(part.lower() in lowered for part in _WORD.findall(name) if len(part) > 1)
+        ]
+
+    def _said_by(self, session: str, names: list[str], turns: Iterable[int]) -> list[int]:
+        """Which of `turns` were said by one of `names`."""
+        wanted = sorted(turns)
+        said: list[int] = []
+        marks = ",".join("?" * len(names))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            for turn, name in self.db.execute(
+                "SELECT first_turn, speaker FROM units WHERE session=? AND kind='turn' "
+                f"AND speaker IN ({marks}) AND first_turn IN ({','.join('?' * len(chunk))})",
+                (session, *names, *chunk),
+            ):
+                self._speaker_of[turn] = name
+                said.append(turn)
+        return said
+
+    def _pair_starts(self, session: str, turns: list[int]) -> dict[int, int]:
+        """The first turn of the exchange that holds each of `turns`."""
+        found: dict[int, int] = {}
+        for turn in turns:
+            row = self.db.execute(
+                "SELECT max(first_turn) FROM units WHERE session=? AND kind='pair' "
+                "AND first_turn<=?",
+                (session, turn),
+            ).fetchone()
+            if row and row[0] is not None:
+                found[turn] = int(row[0])
+        return found
 
     def count(self, session: str | None = None) -> int:
         if session is None:
@@ -818,6 +917,15 @@ def query_words(query: str) -> list[str]:
         if len(word) > 1 and word not in STOP:
             seen.setdefault(word, None)
     return list(seen)
+
+
+def _without_names(query: str, names: list[str]) -> str:
+    """`query` with the names (and their possessive 's) taken out."""
+    parts = [part for name in names for part in _WORD.findall(name) if len(part) > 1]
+    if not parts:
+        return query
+    pattern = r"\b(?:" + "|".join(map(re.escape, parts)) + r")(?:['\u2019]s)?\b"
+    return " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
 
 
 def tag(kind: str, session: str | None) -> str:

@@ -361,3 +361,99 @@ def test_recall_filters_by_time(root: Path) -> None:
     assert sessions("--since", "2026-03-04") == {"deploy-checklist"}
     assert sessions("--until", "2026-03-02") == {"ledger-sync"}
     assert ccm(root, "recall", "ledger", "--since", "March").exit_code == 2
+
+
+# -- ranking: speakers, neighbours, days ------------------------------------------------
+
+
+def _two_people(tmp_path: Path) -> Store:
+    """A LoCoMo-shaped chat between Ann and Bo over two days, imported as one session."""
+    filler = [
+        "How was your week?",
+        "Busy but fine, lots of work.",
+        "Same here, the weather was lovely though.",
+        "Glad to hear it!",
+    ]
+    day_1 = [
+        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D1:{n + 1}", "text": text}
+        for n, text in enumerate(
+            [
+                *filler,
+                "Thanks, Bo! I went hiking in the hills yesterday.",
+                "That sounds wonderful, Ann.",
+                "It was, thank you.",
+                "Did you ever try kayaking, Ann?",
+                "Once, on the river by the old mill, in spring.",
+                "Sounds fun.",
+            ]
+        )
+    ]
+    day_2 = [
+        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D2:{n + 1}", "text": text}
+        for n, text in enumerate(
+            [*filler, "Thanks, Ann! Bo here: I went hiking too, on the coast.", "Nice, Bo."]
+        )
+    ]
+    sample = {
+        "sample_id": "ann-bo",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": day_1,
+            "session_2_date_time": "10:00 am on 20 June, 2023",
+            "session_2": day_2,
+            "session_3_date_time": "9:00 am on 1 July, 2023",
+            "session_3": [
+                {"speaker": "Ann", "dia_id": f"D3:{n}", "text": f"Chat {n} about the garden."}
+                for n in range(1, 21)
+            ],
+        },
+    }
+    source = tmp_path / "ann-bo.json"
+    source.write_text(json.dumps([sample]))
+    store = Store(tmp_path / "root")
+    ingest(store, [source], session="ann-bo")
+    return store
+
+
+def test_a_named_person_is_whose_turns_to_rank_first_not_a_word_to_match(
+    tmp_path: Path,
+) -> None:
+    from ccm.index import Index
+
+    store = _two_people(tmp_path)
+    with Index(store) as index:
+        index.update("ann-bo")
+        assert index.speakers_named("ann-bo", "Where did Ann go hiking?") == ["Ann"]
+        hits = [h for h in index.recall("Where did Ann go hiking?", "ann-bo") if h.kind == "pair"]
+    # Ann's own hiking turn comes first, ahead of Bo's "Thanks, Ann! ... hiking too"
+    assert "hills" in hits[0].text and "said by Ann" in hits[0].why
+    assert "hiking" in hits[0].matched and "ann" not in hits[0].matched
+
+
+def test_the_turns_next_to_a_hit_come_with_it(tmp_path: Path) -> None:
+    from ccm.index import Index
+
+    store = _two_people(tmp_path)
+    with Index(store) as index:
+        index.update("ann-bo")
+        hits = index.recall("Has Ann ever been kayaking?", "ann-bo")
+    # Ann's answer shares no word with the question: it comes as the asking turn's neighbour
+    answer = next(h for h in hits if "old mill" in h.text)
+    assert "next to a hit" in answer.why and "kayaking" not in answer.text
+    garden = [h for h in hits if "garden" in h.text]
+    assert all(answer.score > h.score for h in garden)
+
+
+def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -> None:
+    store = _two_people(tmp_path)
+    context = assemble(store, "ann-bo", 1200, "When did Ann and Bo go hiking?")
+    recalled = next(b for b in context.blocks if b.name == "recall")
+    days = [line for line in recalled.lines if line.startswith("[2023-")]
+    assert days == sorted(days) and "[2023-05-08 Mon]" in days and "[2023-06-20 Tue]" in days
+    # one heading per day; the exchanges under it carry no time stamp of their own
+    assert len(days) == len(set(days))
+    assert not [line for line in recalled.lines if line.startswith("[2023-") and ":" in line]
+    assert any("hills" in line for line in recalled.lines)
+    assert context.tokens <= 1200
