@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ccm import lexical, tokens
+from ccm import dates, lexical, tokens
 from ccm.engine.text import printable
 from ccm.store import Cursor, Store
 
@@ -92,6 +92,7 @@ CANDIDATES = 300  # best turns by BM25 that recall starts from
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
 TOPIC_HITS = 20
 SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
+DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
 NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of the better of its two neighbours
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
@@ -197,7 +198,6 @@ class Index:
             bool(store.config.get("recall", "semantic")) if semantic is None else semantic
         )
         self._vectors: dict[str, tuple[int, Any, Any]] = {}
-        self._speaker_of: dict[int, str] = {}  # filled by `_said_by`, for the reasons
         # per session: the manifest entries and notes last indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any]]] = {}
 
@@ -670,7 +670,8 @@ class Index:
           they said (and "Thanks, Caroline!" matches a name but tells nothing);
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
         * plus `SEMANTIC_WEIGHT` times its cosine similarity (the semantic extra);
-        * times 1 + `SPEAKER_BOOST` when said by a person the query names;
+        * times 1 + `SPEAKER_BOOST` when said by a person the query names, and times
+          1 + `DATE_BOOST` when said on the day or in the month it names;
         * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours: an answer
           follows its question, and the fact asked about is often said just before or
           after the turn whose words match.
@@ -706,10 +707,15 @@ class Index:
                 at = bisect.bisect_right(keys, turn) - 1
                 if at >= 0 and firsts[at][0] <= turn <= firsts[at][1]:
                     base[turn] += TOPIC_WEIGHT * firsts[at][2] / best_topic
-        if names:
-            for turn in self._said_by(session, names, base):
-                base[turn] *= 1 + SPEAKER_BOOST
-                why[turn].append(f"said by {self._speaker_of[turn]}")
+        when = dates.window(query)
+        if names or when:
+            for turn, (name, ts) in self._who_and_when(session, base).items():
+                if name in names:
+                    base[turn] *= 1 + SPEAKER_BOOST
+                    why[turn].append(f"said by {name}")
+                if when and ts and when[0] <= ts <= when[1]:
+                    base[turn] *= 1 + DATE_BOOST
+                    why[turn].append(f"said on {ts[:10]}")
         score = {
             turn: value + NEIGHBOUR_WEIGHT * max(base.get(turn - 1, 0.0), base.get(turn + 1, 0.0))
             for turn, value in base.items()
@@ -785,21 +791,19 @@ class Index:
             if any(part.lower() in lowered for part in _WORD.findall(name) if len(part) > 1)
         ]
 
-    def _said_by(self, session: str, names: list[str], turns: Iterable[int]) -> list[int]:
-        """Which of `turns` were said by one of `names`."""
+    def _who_and_when(self, session: str, turns: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """Who said each of `turns` (the name its source gives, or "") and when."""
         wanted = sorted(turns)
-        said: list[int] = []
-        marks = ",".join("?" * len(names))
+        found: dict[int, tuple[str, str]] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            for turn, name in self.db.execute(
-                "SELECT first_turn, speaker FROM units WHERE session=? AND kind='turn' "
-                f"AND speaker IN ({marks}) AND first_turn IN ({','.join('?' * len(chunk))})",
-                (session, *names, *chunk),
+            for turn, name, ts in self.db.execute(
+                "SELECT first_turn, speaker, ts FROM units WHERE session=? AND kind='turn' "
+                f"AND first_turn IN ({','.join('?' * len(chunk))})",
+                (session, *chunk),
             ):
-                self._speaker_of[turn] = name
-                said.append(turn)
-        return said
+                found[turn] = (name or "", ts or "")
+        return found
 
     def _pair_starts(self, session: str, turns: list[int]) -> dict[int, int]:
         """The first turn of the exchange that holds each of `turns`."""

@@ -457,3 +457,16 @@ def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -
     assert not [line for line in recalled.lines if line.startswith("[2023-") and ":" in line]
     assert any("hills" in line for line in recalled.lines)
     assert context.tokens <= 1200
+
+
+def test_a_day_the_question_names_weighs_what_was_said_then(tmp_path: Path) -> None:
+    from ccm.index import Index
+
+    store = _two_people(tmp_path)
+    with Index(store) as index:
+        index.update("ann-bo")
+        hits = [
+            h for h in index.recall("Who went hiking in June 2023?", "ann-bo") if h.kind == "pair"
+        ]
+    assert "coast" in hits[0].text and "said on 2023-06-20" in hits[0].why
+    assert "hills" in hits[1].text

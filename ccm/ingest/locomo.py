@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ccm.dates import MONTHS
 from ccm.errors import FormatError, InvalidSessionId
 from ccm.ingest.lines import load_document
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
@@ -25,27 +26,6 @@ _DATE = re.compile(
     r"(?P<month>[A-Za-z]+),?\s+(?P<year>\d{4})",
     re.IGNORECASE,
 )
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
 TURN_STEP = timedelta(seconds=30)
 
 
@@ -54,7 +34,7 @@ def parse_date(text: str) -> datetime | None:
     match = _DATE.search(text or "")
     if match is None:
         return None
-    month = _MONTHS.get(match.group("month").lower())
+    month = MONTHS.get(match.group("month").lower())
     if month is None:
         return None
     hour = int(match.group("hour")) % 12 + (12 if match.group("ampm").lower() == "pm" else 0)
