@@ -163,40 +163,50 @@ class Runs:
 
     For `dumps_bytes`: a run whose items are the very same `Frozen` mappings as at the
     previous call is reused as bytes, so encoding a manifest of thousands of segments
-    costs the runs that changed plus one join, not a pass over every entry.
+    costs the runs that changed plus one join, not a pass over every entry. Only the
+    leading `Frozen` items of a run are remembered (immutable, they can be recognised
+    by identity); the others (a manifest's open segment, last) are encoded each time.
     """
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self.runs: list[tuple[list[Any], bytes] | None] = []
+        self.runs: list[tuple[list[Any], bytes]] = []
 
     def encode(self, items: list[Any], indent: int) -> bytes:
         size, pad = self.size, " " * indent
         chunks = []
         for number, start in enumerate(range(0, len(items), size)):
             run = items[start : start + size]
+            frozen = 0
+            while frozen < len(run) and type(run[frozen]) is Frozen:
+                frozen += 1
+            head = run[:frozen] if frozen < len(run) else run
             known = self.runs[number] if number < len(self.runs) else None
             if (
                 known is not None
-                and len(known[0]) == len(run)
-                and all(map(operator.is_, known[0], run))
+                and len(known[0]) == len(head)
+                and all(map(operator.is_, known[0], head))
             ):
                 chunks.append(known[1])
-                continue
-            part: list[str] = []
-            for item in run:
-                part.append("- " if not part and start == 0 else pad + "- ")
-                _item(item, indent + 2, part)
-            encoded = "".join(part).encode("utf-8")
-            # only immutable entries can be recognised by identity next time
-            record = (run, encoded) if all(type(i) is Frozen for i in run) else None
-            if number < len(self.runs):
-                self.runs[number] = record
             else:
-                self.runs.append(record)
-            chunks.append(encoded)
-        del self.runs[len(chunks) :]
+                encoded = self._encode(head, start, indent, pad)
+                if number < len(self.runs):
+                    self.runs[number] = (head, encoded)
+                else:
+                    self.runs.append((head, encoded))
+                chunks.append(encoded)
+            if frozen < len(run):
+                chunks.append(self._encode(run[frozen:], start + frozen, indent, pad))
+        del self.runs[(len(items) + size - 1) // size :]
         return b"".join(chunks)
+
+    @staticmethod
+    def _encode(items: list[Any], start: int, indent: int, pad: str) -> bytes:
+        part: list[str] = []
+        for item in items:
+            part.append("- " if not part and start == 0 else pad + "- ")
+            _item(item, indent + 2, part)
+        return "".join(part).encode("utf-8")
 
 
 def dumps_bytes(data: dict[str, Any], runs: dict[str, Runs]) -> bytes:

@@ -295,3 +295,30 @@ def test_detected_critical_items_stay_sorted_by_turn_as_they_grow(chunks: list[l
     assert detected.placed == sorted((item["turn"], n) for n, item in enumerate(items))
     assert detected.turns == [turn for turn, _ in detected.placed]
     assert detected.texts == [item["text"] for item in items]
+
+
+@given(
+    count=st.integers(0, 300),
+    bumps=st.lists(st.integers(0, 299), max_size=8),
+    expiries=st.lists(st.integers(1, 40), min_size=300, max_size=300),
+    last_turn=st.integers(0, 50),
+)
+def test_the_render_cache_finds_every_changed_segment(
+    count: int, bumps: list[int], expiries: list[int], last_turn: int
+) -> None:
+    """`RenderCache.changed` (revs compared block by block, expiries from a heap) names
+    exactly the segments whose rev moved or whose lifecycle may have moved on."""
+    from ccm.engine.render import RenderCache
+    from ccm.yamlio import Frozen
+
+    cache = RenderCache()
+    segments = [{"id": f"seg_{n + 1}", "rev": 0} for n in range(count)]
+    for n in range(count):
+        cache.record(n, (0, expiries[n], (), Frozen()))
+    for n in bumps:
+        if n < count:
+            segments[n]["rev"] += 1
+    expected = {n for n in bumps if n < count} | {
+        n for n in range(count) if expiries[n] <= last_turn
+    }
+    assert cache.changed(segments, last_turn) == sorted(expected)

@@ -342,9 +342,15 @@ class RenderCache:
         """Indices of the recorded segments whose rev changed or whose lifecycle may have
         moved on by `last_turn`."""
         revs = [segment.get("rev", 0) for segment in closed]
-        found = set()
-        if revs != self.revs:
-            found = {n for n, (a, b) in enumerate(zip(revs, self.revs, strict=True)) if a != b}
+        found: set[int] = set()
+        if revs != self.revs:  # look into the blocks that differ only (compared in C)
+            for start in range(0, len(revs), 64):
+                if revs[start : start + 64] != self.revs[start : start + 64]:
+                    found.update(
+                        n
+                        for n in range(start, min(start + 64, len(revs)))
+                        if revs[n] != self.revs[n]
+                    )
         heap = self.heap
         while heap and heap[0][0] <= last_turn:
             expiry, index = heapq.heappop(heap)
