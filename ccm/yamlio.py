@@ -177,18 +177,20 @@ class Runs:
         chunks = []
         for number, start in enumerate(range(0, len(items), size)):
             run = items[start : start + size]
-            frozen = 0
-            while frozen < len(run) and type(run[frozen]) is Frozen:
-                frozen += 1
-            head = run[:frozen] if frozen < len(run) else run
             known = self.runs[number] if number < len(self.runs) else None
             if (
                 known is not None
-                and len(known[0]) == len(head)
-                and all(map(operator.is_, known[0], head))
+                and len(known[0]) <= len(run)
+                and all(map(operator.is_, known[0], run))  # C: no loop over the run here
+                and (len(known[0]) == len(run) or type(run[len(known[0])]) is not Frozen)
             ):
+                frozen = len(known[0])
                 chunks.append(known[1])
             else:
+                frozen = 0
+                while frozen < len(run) and type(run[frozen]) is Frozen:
+                    frozen += 1
+                head = run[:frozen]
                 encoded = self._encode(head, start, indent, pad)
                 if number < len(self.runs):
                     self.runs[number] = (head, encoded)
