@@ -16,6 +16,7 @@ import bisect
 import contextlib
 import dataclasses
 import hashlib
+import heapq
 import os
 import re
 import sqlite3
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS units(
     text TEXT NOT NULL,
     tag TEXT NOT NULL,
     speaker TEXT,
+    pair INTEGER,
     UNIQUE(session, kind, key)
 );
 CREATE TABLE IF NOT EXISTS speakers(
@@ -366,7 +368,9 @@ class Index:
                     if turn["role"] != "tool":
                         text = render_turn(turn)
                         name = named_speaker(turn)
-                        written += self._put(session, "turn", str(turn["turn"]), [turn], text, name)
+                        written += self._put(
+                            session, "turn", str(turn["turn"]), [turn], text, name, group
+                        )
                         said.append((turn["turn"], group[0]["turn"], text))
                         if name:
                             names.add(name)
@@ -397,14 +401,17 @@ class Index:
         group: list[dict[str, Any]],
         text: str | None = None,
         speaker: str | None = None,
+        exchange: list[dict[str, Any]] | None = None,
     ) -> int:
-        """Insert or refresh one unit; an unchanged one is left alone (no churn)."""
+        """Insert or refresh one unit; an unchanged one is left alone (no churn). A single
+        turn records who said it and the first turn of its `exchange`."""
         text = "\n".join(render_group(group)) if text is None else text
         # only exchanges are shown; single turns serve ranking and need no token count
         count = tokens.count_tokens(text) if kind == "pair" else 0
         cursor = self.db.execute(
             "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag, "
-            "speaker) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session, kind, key) DO UPDATE SET "
+            "speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
             "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
             (
@@ -418,6 +425,7 @@ class Index:
                 text,
                 _tag_column(kind, session),
                 speaker,
+                (exchange or group)[0]["turn"],
             ),
         )
         return max(cursor.rowcount, 0)
@@ -612,15 +620,6 @@ class Index:
                 found[row[1]] = tuple(row)
         return found
 
-    def _pair_of(self, session: str, turn: int) -> tuple[Any, ...] | None:
-        """The exchange holding `turn`: (key, first_turn, last_turn, ts, tokens, text)."""
-        row: tuple[Any, ...] | None = self.db.execute(
-            "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
-            "WHERE session=? AND kind='pair' AND first_turn<=? ORDER BY first_turn DESC LIMIT 1",
-            (session, turn),
-        ).fetchone()
-        return row if row is not None and row[1] <= turn <= row[2] else None
-
     def _summaries(
         self,
         words: list[str],
@@ -707,20 +706,20 @@ class Index:
                 at = bisect.bisect_right(keys, turn) - 1
                 if at >= 0 and firsts[at][0] <= turn <= firsts[at][1]:
                     base[turn] += TOPIC_WEIGHT * firsts[at][2] / best_topic
+        facts = self._turn_facts(session, base)  # turn -> (exchange, speaker, time)
         when = dates.window(query)
-        if names or when:
-            for turn, (name, ts) in self._who_and_when(session, base).items():
-                if name in names:
-                    base[turn] *= 1 + SPEAKER_BOOST
-                    why[turn].append(f"said by {name}")
-                if when and ts and when[0] <= ts <= when[1]:
-                    base[turn] *= 1 + DATE_BOOST
-                    why[turn].append(f"said on {ts[:10]}")
+        for turn, (_, name, ts) in facts.items() if names or when else ():
+            if name in names:
+                base[turn] *= 1 + SPEAKER_BOOST
+                why[turn].append(f"said by {name}")
+            if when and when[0] <= ts <= when[1]:
+                base[turn] *= 1 + DATE_BOOST
+                why[turn].append(f"said on {ts[:10]}")
         score = {
             turn: value + NEIGHBOUR_WEIGHT * max(base.get(turn - 1, 0.0), base.get(turn + 1, 0.0))
             for turn, value in base.items()
         }
-        starts.update(self._pair_starts(session, [t for t in score if t not in starts]))
+        starts.update((turn, fact[0]) for turn, fact in facts.items())
         exchange: dict[int, tuple[float, int]] = {}  # first turn -> (score, best turn)
         for turn, value in score.items():
             first = starts.get(turn)
@@ -733,7 +732,7 @@ class Index:
                 (session, first, last if exclude_after is None else min(last, exclude_after - 1)),
             ):
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
-        ranked = sorted(exchange.items(), key=lambda item: (-item[1][0], item[0]))[:limit]
+        ranked = heapq.nsmallest(limit, exchange.items(), key=lambda item: (-item[1][0], item[0]))
         rows = self._exchanges(session, [first for first, _ in ranked])
         units: list[Hit] = []
         for first, (value, turn) in ranked:
@@ -791,31 +790,19 @@ class Index:
             if any(part.lower() in lowered for part in _WORD.findall(name) if len(part) > 1)
         ]
 
-    def _who_and_when(self, session: str, turns: Iterable[int]) -> dict[int, tuple[str, str]]:
-        """Who said each of `turns` (the name its source gives, or "") and when."""
+    def _turn_facts(self, session: str, turns: Iterable[int]) -> dict[int, tuple[int, str, str]]:
+        """For each of `turns` that is said (not a tool's output): the first turn of its
+        exchange, who said it (the name its source gives, or ""), and when."""
         wanted = sorted(turns)
-        found: dict[int, tuple[str, str]] = {}
+        found: dict[int, tuple[int, str, str]] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            for turn, name, ts in self.db.execute(
-                "SELECT first_turn, speaker, ts FROM units WHERE session=? AND kind='turn' "
+            for turn, pair, name, ts in self.db.execute(
+                "SELECT first_turn, pair, speaker, ts FROM units WHERE session=? AND kind='turn' "
                 f"AND first_turn IN ({','.join('?' * len(chunk))})",
                 (session, *chunk),
             ):
-                found[turn] = (name or "", ts or "")
-        return found
-
-    def _pair_starts(self, session: str, turns: list[int]) -> dict[int, int]:
-        """The first turn of the exchange that holds each of `turns`."""
-        found: dict[int, int] = {}
-        for turn in turns:
-            row = self.db.execute(
-                "SELECT max(first_turn) FROM units WHERE session=? AND kind='pair' "
-                "AND first_turn<=?",
-                (session, turn),
-            ).fetchone()
-            if row and row[0] is not None:
-                found[turn] = int(row[0])
+                found[turn] = (pair, name or "", ts or "")
         return found
 
     def count(self, session: str | None = None) -> int:
