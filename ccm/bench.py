@@ -137,9 +137,17 @@ METHODS: dict[str, Callable[[_Conversation, str, int], str]] = {
     "ccm": _Conversation.ccm,
     "recency": _Conversation.recency,
     "bm25-turns": _Conversation.bm25,
-    "ccm-semantic": _Conversation.semantic,  # only when asked for: needs the extra
+    "ccm-semantic": _Conversation.semantic,  # needs the extra
 }
-DEFAULT_METHODS = ("ccm", "recency", "bm25-turns")
+
+
+def default_methods() -> list[str]:
+    """The methods measured when none is named: ccm with semantic recall too, where the
+    semantic extra is installed."""
+    from ccm import semantic
+
+    extra = ["ccm-semantic"] if semantic.available() is None else []
+    return ["ccm", *extra, "recency", "bm25-turns"]
 
 
 def run_locomo(
@@ -157,7 +165,7 @@ def run_locomo(
         ) from exc
     if isinstance(samples, dict):
         samples = [samples]
-    chosen = methods or list(DEFAULT_METHODS)
+    chosen = methods or default_methods()
     scores: dict[tuple[str, int], dict[str, Any]] = {
         (m, b): {"hits": defaultdict(list), "tokens": [], "latency": []}
         for m in chosen

@@ -690,8 +690,8 @@ def bench() -> None:
     "methods",
     type=click.Choice(["ccm", "recency", "bm25-turns", "ccm-semantic"]),
     multiple=True,
-    help="Methods to measure (default: ccm, recency, bm25-turns); ccm-semantic is ccm "
-    "with hybrid recall and needs the semantic extra.",
+    help="Methods to measure (default: ccm, recency, bm25-turns, and ccm-semantic where "
+    "the semantic extra is installed: ccm with hybrid recall).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_errors_as_exit_codes
