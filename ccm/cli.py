@@ -628,7 +628,8 @@ def recall(
     until: str | None,
     as_json: bool,
 ) -> None:
-    """Search every session's memory (BM25 over exchanges, segments and notes)."""
+    """Search every session's memory, or one session's as its context recalls it; say why
+    each hit was chosen."""
     from ccm import derive
     from ccm.index import Index
 
@@ -640,13 +641,16 @@ def recall(
         for name in chosen:
             if store.raw_path(name).exists():
                 index.update(name, derive.update(store, name).tiers.manifest)
-        hits = index.search(
-            query,
-            session=session,
-            limit=limit * 3,
-            since=_day_bound(since, "--since", end=False),
-            until=_day_bound(until, "--until", end=True),
-        )
+        start = _day_bound(since, "--since", end=False)
+        end = _day_bound(until, "--until", end=True)
+        if session:  # ranked as the context ranks it (speakers, days, neighbours)
+            hits = [
+                hit
+                for hit in index.recall(query, session)
+                if (not start or (hit.ts or "") >= start) and (not end or (hit.ts or "~") <= end)
+            ]
+        else:
+            hits = index.search(query, limit=limit * 3, since=start, until=end)
     kept: list[Any] = []
     used = 0
     for hit in hits:

@@ -470,3 +470,20 @@ def test_a_day_the_question_names_weighs_what_was_said_then(tmp_path: Path) -> N
         ]
     assert "coast" in hits[0].text and "said on 2023-06-20" in hits[0].why
     assert "hills" in hits[1].text
+
+
+def test_ccm_recall_in_one_session_ranks_as_the_context_does_and_says_why(
+    tmp_path: Path,
+) -> None:
+    store = _two_people(tmp_path)
+    out = ccm(store.root, "recall", "Where did Ann go hiking?", "--session", "ann-bo", "--json")
+    assert out.exit_code == 0, out.output
+    hits = json.loads(out.stdout)["hits"]
+    assert "hills" in hits[0]["text"] and "said by Ann" in hits[0]["why"]
+    text = ccm(store.root, "recall", "Where did Ann go hiking?", "--session", "ann-bo").stdout
+    assert "said by Ann" in text.splitlines()[0]
+    # a time filter keeps only what was said then
+    june = ccm(
+        store.root, "recall", "hiking", "--session", "ann-bo", "--since", "2023-06-01", "--json"
+    )
+    assert {h["ts"][:7] for h in json.loads(june.stdout)["hits"]} == {"2023-06"}
