@@ -8,7 +8,10 @@ each, in name order.
 
 An update is the engine's incremental path (`ccm.derive.Engine`, kept in memory per
 session, least recently used ones saved and dropped past `MAX_ENGINES`) and the index's
-(`ccm.index.Index.update`): its cost is that of the new lines. Where each file was read
+(`ccm.index.Index.update`): its cost is that of the new lines. The tiers come first:
+while appends keep arriving, the index waits until they pause (`INDEX_IDLE_SECONDS`)
+or until it is `INDEX_LAG_SECONDS` behind, then takes all that came in one update. Recall
+loses nothing by it: a context or recall call brings the index up to date itself. Where each file was read
 to is kept under ``.ccm/`` (the engine cache, the index's progress table), so a
 restarted daemon resumes where it stopped; at start it catches up on every session.
 A log truncated or replaced is detected (inode, size) and that session rebuilt. A crash
@@ -25,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -32,7 +36,7 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +48,8 @@ from ccm.store import EVENTS, RAW, Store, atomic_write, is_temp_file, utc_now
 log = logging.getLogger("ccm.watch")
 
 DEBOUNCE_SECONDS = 0.0  # a burst gathers while the daemon works
+INDEX_IDLE_SECONDS = 0.01  # the index is brought up to date once appends pause this long
+INDEX_LAG_SECONDS = 1.0  # or at the latest this long after it fell behind
 SAVE_EVERY_SECONDS = 30.0
 MAX_ENGINES = 64
 LOCK_NAME = "daemon.lock"
@@ -157,6 +163,10 @@ class Daemon:
         self.last_batch: str | None = None
         self.last_error: str | None = None
         self.offsets: dict[str, int] = {}
+        # sessions whose index update waits (see `index_later`), with their manifest
+        self.index_due: dict[str, dict[str, Any]] = {}
+        self.index_since = 0.0
+        self.index_later = False  # set while following changes, never for a catch-up
 
     # -- one session -----------------------------------------------------------
     def update(self, session: str) -> bool:
@@ -172,6 +182,7 @@ class Daemon:
                 self.engines.pop(session, None)
                 self.unsaved.discard(session)
                 self.offsets.pop(session, None)
+                self.index_due.pop(session, None)
                 if not folder.exists():
                     self.index.drop(session)
             return False
@@ -181,7 +192,12 @@ class Daemon:
             self.engines[session] = engine
         self.engines.move_to_end(session)
         derived = engine.update(save=False, durable=False)  # the catch-up at start heals
-        self.index.update(session, derived.tiers.manifest)
+        if self.index_later:
+            if not self.index_due:
+                self.index_since = time.monotonic()
+            self.index_due[session] = derived.tiers.manifest
+        else:
+            self.index.update(session, derived.tiers.manifest)
         self.offsets[session] = engine.cursor.offset
         self.updates += 1
         if derived.turns_folded or derived.rebuilt or derived.written:
@@ -226,10 +242,11 @@ class Daemon:
         self._status()
         return done
 
-    def _guarded(self, session: str) -> bool:
-        """`update`, logging a failure instead of stopping the daemon."""
+    def _guarded(self, session: str, work: Callable[[], bool] | None = None) -> bool:
+        """`update` (or `work` for that session), logging a failure instead of stopping
+        the daemon."""
         try:
-            return self.update(session)
+            return work() if work is not None else self.update(session)
         except CCMError as exc:
             self.last_error = f"{session}: {exc}"
             log.error("%s: %s", session, exc)
@@ -238,13 +255,31 @@ class Daemon:
             log.error("%s: %s (will retry on the next change)", session, exc)
         return False
 
+    def index_pending(self) -> None:
+        """Bring the index up to date for the sessions whose update waited."""
+        due, self.index_due = self.index_due, {}
+        for session, manifest in sorted(due.items()):
+            self._guarded(session, functools.partial(self._index, session, manifest))
+
+    def _index(self, session: str, manifest: dict[str, Any]) -> bool:
+        self.index.update(session, manifest)
+        return True
+
+    def _index_timeout(self) -> float | None:
+        """How long to wait for the next change: not past the moment the index is due."""
+        if not self.index_due:
+            return None
+        lag = INDEX_LAG_SECONDS - (time.monotonic() - self.index_since)
+        return max(0.0, min(INDEX_IDLE_SECONDS, lag))
+
     def batches_from_queue(self, timeout: float = 1.0) -> Iterator[set[str]]:
         """Debounced batches: after a first event, everything that arrives within the
         debounce window joins it (and whatever queued up during the last batch: a burst
         of appends is gathered while the daemon works, not by waiting longer)."""
         while not self.stopping.is_set():
+            wait = self._index_timeout()
             try:
-                first = self.pending.get(timeout=timeout)
+                first = self.pending.get(timeout=timeout if wait is None else wait)
             except queue.Empty:
                 yield set()
                 continue
@@ -275,6 +310,7 @@ class Daemon:
             if not follow:
                 return
             last_save = time.monotonic()
+            self.index_later = True
             for batch in self.batches_from_queue():
                 for session in sorted(batch):
                     self._guarded(session)
@@ -282,6 +318,8 @@ class Daemon:
                     self.batches += 1
                     self.last_batch = utc_now()
                     self._status()
+                if self._index_timeout() == 0.0 or (self.index_due and not batch):
+                    self.index_pending()  # appends paused, or the index is too far behind
                 if time.monotonic() - last_save >= self.save_every:
                     self.save_all()
                     last_save = time.monotonic()
@@ -289,6 +327,8 @@ class Daemon:
             if observer is not None:
                 observer.stop()
                 observer.join(timeout=5)
+            self.index_later = False
+            self.index_pending()
             self.save_all()
             self._status(stopped=True)
             self.index.close()

@@ -356,3 +356,37 @@ def test_the_service_definitions_run_ccm_watch() -> None:
     assert unit["Service"]["ExecStart"].split()[1:2] == ["watch"]
     agent = plistlib.loads((jobs / "com.ccm.watch.plist").read_bytes())
     assert agent["Label"] == "com.ccm.watch" and agent["ProgramArguments"][1] == "watch"
+
+
+def test_the_index_waits_while_appends_keep_coming_but_not_for_long(
+    root: Path, running: Daemon
+) -> None:
+    """Tiers first: while turns keep arriving the index update waits for a pause, or
+    for `INDEX_LAG_SECONDS` at most, so a steady stream still reaches the index before
+    it ends; after the pause everything is indexed and the tiers equal a rebuild."""
+    from ccm.index import Index
+
+    store = Store(root)
+    manifest = root / "chats" / "ledger-sync" / "manifest.yaml"
+    append(store, "ledger-sync", ["The zebrafish ledger closes on Fridays."])
+    with Index(Store(root)) as index:
+        stream_end = time.monotonic() + ccm_daemon.INDEX_LAG_SECONDS * 3
+        indexed_during_stream = False
+        n = 0
+        while time.monotonic() < stream_end:
+            n += 1
+            append(store, "ledger-sync", [f"Stream line {n} about the quarterly totals."])
+            time.sleep(0.002)
+            if not indexed_during_stream and index.search("zebrafish", session="ledger-sync"):
+                indexed_during_stream = True
+        assert indexed_during_stream
+        turns = store.read_turns("ledger-sync")[0][-1]["turn"]
+        wait_for(lambda: f"turns: {turns}" in manifest.read_text(), "the last turn")
+        wait_for(lambda: index.search("stream line", session="ledger-sync"), "the index")
+        wait_for(lambda: not running.index_due, "the index to catch up")
+        last = f"Stream line {n} about"
+        wait_for(
+            lambda: any(last in hit.text for hit in index.search(last, session="ledger-sync")),
+            "the last line in the index",
+        )
+    assert equals_rebuild(root, "ledger-sync")
