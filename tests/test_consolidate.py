@@ -468,6 +468,132 @@ def test_a_corrected_fact_ends_contradicted(tmp_path: Path) -> None:
     assert explained["challenged_by"][0]["id"] == "memo-later/seg_1"
 
 
+# ---------------------------------------------------------------- incremental = from scratch
+
+QUEUE_LATER = turns(
+    ("user", "We load-tested the job queue on Postgres this week.", "2026-03-12T09:00:00Z"),
+    ("assistant", "How did it hold up with several writers?", "2026-03-12T09:00:30Z"),
+    (
+        "user",
+        "Decision: we use Postgres for the job queue, not SQLite, because writers contend.",
+        "2026-03-12T09:01:00Z",
+    ),
+    ("assistant", "Agreed, Postgres stays for the job queue.", "2026-03-12T09:01:30Z"),
+)
+
+
+def vault_files(root: Path) -> dict[str, bytes]:
+    """What consolidation writes, but the report: notes and the network."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and (
+            p.parts[len(root.parts)] in ("artifacts", "network")
+            or (p.parts[len(root.parts)] == "chats" and p.suffix == ".md")
+        )
+    }
+
+
+def from_scratch(root: Path, tmp_path: Path) -> dict[str, bytes]:
+    """The vault a first consolidation of `root`'s sessions writes, in a copy of it."""
+    fresh = tmp_path / "fresh"
+    shutil.rmtree(fresh, ignore_errors=True)
+    shutil.copytree(
+        root, fresh, ignore=shutil.ignore_patterns(".ccm", "artifacts", "network", "reports")
+    )
+    for note in fresh.glob("chats/*/*.md"):
+        note.unlink()
+    ccm(fresh, "consolidate")
+    return vault_files(fresh)
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        pytest.param([("reading-notes", "MORE")], id="a session gains turns"),
+        pytest.param([("queue-a", "QUEUE_SQLITE"), ("queue-b", "QUEUE_POSTGRES")], id="reversal"),
+        pytest.param(
+            [("memo-later", "MEMO_NULLS"), ("memo-earlier", "MEMO_INDEX")],
+            id="an older claim arrives after its correction",
+        ),
+        pytest.param(
+            [
+                ("queue-a", "QUEUE_SQLITE"),
+                ("queue-a", "QUEUE_POSTGRES"),
+                ("queue-c", "QUEUE_LATER"),
+            ],
+            id="a session reverses itself, another agrees",
+        ),
+        pytest.param(
+            [("queue-a", "QUEUE_SQLITE"), ("lose the cache", ""), ("queue-b", "QUEUE_POSTGRES")],
+            id="the cache is lost between runs",
+        ),
+    ],
+)
+def test_runs_after_changes_leave_the_vault_a_first_run_writes(
+    vault: Path, tmp_path: Path, steps: list[tuple[str, str]]
+) -> None:
+    said = {
+        "MORE": turns(
+            ("user", "Decision: review cards in the morning.", "2026-03-07T09:00:00Z"),
+            ("assistant", "Morning reviews work well.", "2026-03-07T09:00:20Z"),
+        ),
+        "QUEUE_SQLITE": QUEUE_SQLITE,
+        "QUEUE_POSTGRES": QUEUE_POSTGRES,
+        "QUEUE_LATER": QUEUE_LATER,
+        "MEMO_NULLS": MEMO_NULLS,
+        "MEMO_INDEX": MEMO_INDEX,
+    }
+    ccm(vault, "consolidate")
+    for session, text in steps:
+        if session == "lose the cache":
+            (vault / ".ccm" / "sleep.json").unlink()
+            continue
+        ingest(vault, tmp_path, session, said[text])
+        ccm(vault, "consolidate")
+        assert vault_files(vault) == from_scratch(vault, tmp_path), session
+    assert consolidate_json(vault)["files_written"] == 0
+
+
+def test_an_artifact_whose_conclusion_changed_kind_moves_unless_you_edited_it(
+    vault: Path, tmp_path: Path
+) -> None:
+    old = "artifacts/insight/test-myself-instead-rereading-let-gaps-grow.md"
+    more = turns(
+        ("user", "Decision: review cards in the morning.", "2026-03-07T09:00:00Z"),
+        ("assistant", "Morning reviews work well.", "2026-03-07T09:00:20Z"),
+    )
+    edited = tmp_path / "edited"
+    shutil.copytree(vault, edited)
+    for root in (vault, edited):
+        ccm(root, "consolidate")
+        assert frontmatter(root / old)["id"] == "reading-notes/seg_1"
+    with (edited / old).open("a", encoding="utf-8") as note:
+        note.write("My own words.\n")
+
+    reports = []
+    for root in (vault, edited):
+        ingest(root, tmp_path, "reading-notes", more)
+        reports.append(consolidate_json(root))
+
+    assert not (vault / old).exists()
+    assert reports[0]["artifacts"]["removed"] == [
+        {
+            "path": old,
+            "action": "removed",
+            "id": "reading-notes/seg_1",
+            "detail": "its conclusion is gone",
+        }
+    ]
+    assert "My own words." in (edited / old).read_text()
+    assert reports[1]["artifacts"]["removed"] == []
+    for root in (vault, edited):
+        assert (
+            frontmatter(root / "artifacts/decision/review-cards-morning.md")["type"] == "decision"
+        )
+
+
 # ---------------------------------------------------------------- export, graph, JSON
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccm.sleep.graph import (
@@ -20,6 +20,7 @@ from ccm.sleep.graph import (
     explain,
     link,
     propagate,
+    relink,
     resolve,
     to_networkx,
 )
@@ -279,6 +280,85 @@ def test_link_output_is_sorted_and_clashes_point_back_in_time() -> None:
         if edge.type in ("supersedes", "contradicts"):
             assert when[edge.source] > when[edge.target], edge
         assert 0 <= edge.weight <= 1 and edge.evidence
+
+
+TEMPLATES = (
+    "Decision: we use {0} for the {1} {2}, not {3}.",
+    "Change of plan: switch to {0} for the {1} {2} instead of {3}.",
+    "That fixed it: the {1} {2} works now after the {3} change.",
+    "So the root cause was {1} {2} in the {3} {0}.",
+    "Actually, the root cause was {2} {1} in the {3} {0}.",
+    "Always keep the {1} {2} out of the {3}.",
+)
+WORDS = ("sqlite", "postgres", "ledger", "cache", "importer", "memo", "cron", "index")
+
+
+@st.composite
+def conclusions(draw: st.DrawFn) -> list[Node]:
+    """A few sessions' conclusions over a small vocabulary: many share rare terms, so
+    windows fill and edges of every rule appear; ids repeat with other texts."""
+    found: dict[str, Node] = {}
+    for _ in range(draw(st.integers(0, 30))):
+        words = draw(st.lists(st.sampled_from(WORDS), min_size=4, max_size=4))
+        made = node(
+            draw(st.sampled_from("abcd")),
+            draw(st.integers(1, 8)),
+            draw(st.sampled_from(("decision", "insight", "resolution"))),
+            draw(st.sampled_from(TEMPLATES)).format(*words),
+            day=draw(st.integers(1, 28)),
+            topic=tuple(draw(st.lists(st.sampled_from(WORDS), max_size=2))),
+        )
+        found[made.id] = made
+    return list(found.values())
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[list[Node]]:
+    """Runs over one growing set of conclusions: each run drops a few, adds and
+    rewrites others (an id said again with another text), as sessions change."""
+    current = {n.id: n for n in draw(conclusions())}
+    runs = [list(current.values())]
+    for _ in range(draw(st.integers(1, 3))):
+        for gone in draw(st.lists(st.sampled_from(sorted(current)), max_size=3)) if current else []:
+            current.pop(gone, None)
+        current.update({n.id: n for n in draw(conclusions())[:4]})
+        runs.append(list(current.values()))
+    return runs
+
+
+@settings(max_examples=40, deadline=None)
+@given(histories())
+def test_relink_after_any_changes_draws_the_edges_of_a_link_from_scratch(
+    runs: list[list[Node]],
+) -> None:
+    memo: dict = {}
+    for nodes in runs:
+        edges, memo = relink(nodes, memo)
+        assert edges == link(nodes)
+        assert set(memo) == {n.id for n in nodes}
+
+
+def test_relink_compares_again_only_what_a_change_touches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ccm.sleep.graph as graph
+
+    nodes = [
+        node(f"s{i}", 1, "decision", f"We use {WORDS[i % 8]} for the {WORDS[(i + 3) % 8]}.", 1)
+        for i in range(40)
+    ]
+    later = node("s99", 1, "decision", "Switch to postgres for the memo instead.", 2)
+    before, after = link(nodes), link([*nodes, later])
+    _, memo = relink(nodes, {})
+    compared: list[str] = []
+    real = graph._compare
+    monkeypatch.setattr(
+        graph, "_compare", lambda fact, others: compared.append(fact.node.id) or real(fact, others)
+    )
+    assert relink(nodes, memo)[0] == before
+    assert compared == []
+    assert relink([*nodes, later], memo)[0] == after
+    assert compared == [later.id]
 
 
 # ---------------------------------------------------------------- confidence

@@ -284,6 +284,7 @@ class Graph:
     outgoing: dict[str, list[Edge]] = field(default_factory=dict)
     incoming: dict[str, list[Edge]] = field(default_factory=dict)
     lost_to: dict[str, Conflict] = field(default_factory=dict)
+    retired: dict[str, str] = field(default_factory=dict)  # old artifact path -> node id
 
     def __post_init__(self) -> None:
         if not self.layers:

@@ -6,7 +6,8 @@ One run:
    mtime, inode, kept in ``.ccm/sleep.json``), brings their tiers up to date and reads
    what consolidation needs of them (segments, conclusions, the quoted turns); the
    other sessions come from the cache;
-2. builds the conclusion graph of every consolidated session (`graph.link`), settles
+2. builds the conclusion graph of every consolidated session (`graph.relink`: only the
+   conclusions a change touched are compared again), settles
    its conflicts (`graph.resolve`), lets confidence flow to its fixed point
    (`graph.propagate`) and places each conclusion on the abstraction ladder;
 3. renders every note (artifacts, session notes) and writes those whose text changed,
@@ -31,7 +32,7 @@ from ccm import schemas
 from ccm.errors import CCMError, SchemaError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.artifacts import Graph, SessionRecord
-from ccm.sleep.graph import link, propagate, resolve
+from ccm.sleep.graph import Edge, Linked, propagate, relink, resolve
 from ccm.store import Store
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ class Outcome:
     """What happened to one note."""
 
     path: str  # relative to the root, with .md
-    action: str  # new, changed, restored, merged, kept, unreadable
+    action: str  # new, changed, restored, merged, kept, unreadable, removed
     node: str | None = None
     detail: str = ""
 
@@ -120,6 +121,7 @@ class Report:
             "artifacts": {
                 "new": listed("new", True),
                 "changed": listed("changed", True) + listed("restored", True),
+                "removed": [o.as_dict() for o in self.notes_by("removed", True)],
                 "kept_edits": [
                     o.as_dict()
                     for o in self.outcomes
@@ -263,7 +265,7 @@ def _run(
             progress(1)
     report.unchanged = len(records) - len(report.consolidated)
 
-    graph = _settle(store, records, state)
+    graph, linked = _settle(store, records, state)
     report.nodes, report.edges = len(graph.nodes), len(graph.edges)
     report.edge_types = dict(sorted(Counter(e.type for e in graph.edges).items()))
     report.statuses = dict(sorted(Counter(graph.status.values()).items()))
@@ -275,6 +277,12 @@ def _run(
     pending = _notes(records, graph, set(report.consolidated))
     files: dict[str, bytes] = {}
     note_hashes = _sync(root, pending, state.get("notes", {}), report, files)
+    reused = {path + ".md" for path in graph.paths.values()}
+    gone = sorted(p + ".md" for p in graph.retired if p + ".md" not in reused)
+    for path in gone:
+        report.outcomes.append(
+            Outcome(path, "removed", graph.retired[path[: -len(".md")]], "its conclusion is gone")
+        )
     for relative, (schema, data, encoded) in _network(graph).items():
         if vault.read_bytes(root / relative) != encoded:
             why = schemas.problem(schema, data)
@@ -284,7 +292,7 @@ def _run(
             report.network_written.append(relative)
     _conflicts(graph, state, report)
     _changes(graph, state, report)
-    report.written = sorted(files)
+    report.written = sorted([*files, *gone])
 
     if dry_run:
         return report
@@ -297,8 +305,9 @@ def _run(
         if previous:
             text = previous.rstrip("\n") + "\n\n---\n\n" + text.split("\n", 2)[2]
         files[report.report_path] = text.encode("utf-8", "surrogatepass")
-        report.written = sorted(files)
+        report.written = sorted([*files, *gone])
     vault.write_files(root, files)
+    vault.remove(root, gone)
     new_state = {
         "format": vault.STATE_FORMAT,
         "sessions": new_cache,
@@ -306,6 +315,7 @@ def _run(
         "notes": note_hashes,
         "confidence": {i: round(s, 6) for i, s in graph.scores.items()},
         "conflicts": sorted(_conflict_key(c) for c in graph.conflicts),
+        "link": _link_state(linked),
     }
     remembered = vault.state_bytes(new_state)
     if vault.read_bytes(vault.state_path(store)) != remembered:
@@ -313,16 +323,53 @@ def _run(
     return report
 
 
-def _settle(store: Store, records: dict[str, SessionRecord], state: dict[str, Any]) -> Graph:
+def _link_memo(state: dict[str, Any]) -> dict[str, Linked]:
+    """What the last run's `relink` remembered, as `relink` takes it (empty when the
+    state has none or a damaged one: the graph is then linked from scratch)."""
+    try:
+        return {
+            node_id: Linked(
+                digest,
+                tuple(terms),
+                tuple(candidates),
+                tuple(Edge(*edge) for edge in edges),
+            )
+            for node_id, (digest, terms, candidates, edges) in state.get("link", {}).items()
+        }
+    except (TypeError, ValueError, AttributeError):
+        log.info("the remembered conclusion graph is unreadable; linking it from scratch")
+        return {}
+
+
+def _link_state(linked: dict[str, Linked]) -> dict[str, list[Any]]:
+    return {
+        node_id: [
+            memo.digest,
+            memo.terms,
+            memo.candidates,
+            [[e.source, e.target, e.type, e.evidence, e.weight] for e in memo.edges],
+        ]
+        for node_id, memo in linked.items()
+    }
+
+
+def _settle(
+    store: Store, records: dict[str, SessionRecord], state: dict[str, Any]
+) -> tuple[Graph, dict[str, Linked]]:
     nodes = [node for s in sorted(records) for node in artifacts.nodes_of(records[s])]
-    edges = link(nodes)
+    edges, linked = relink(nodes, _link_memo(state))
     settled = resolve(nodes, edges)
     scores = propagate(nodes, edges, settled.status)
     segments = artifacts.segments_by_node(records.values())
     concluded = [n for n in nodes if segments[n.id]["status"] == "concluded"]
     known: dict[str, str] = state.get("paths") or vault.scan_artifacts(store.root)
-    paths = artifacts.assign_paths(concluded, known, lambda p: vault.owner(store.root, p))
-    return Graph(
+    retired = _retired(store, known, concluded, records)
+
+    def owner(path: str) -> str | None:
+        return None if path in retired else vault.owner(store.root, path)
+
+    paths = artifacts.assign_paths(concluded, known, owner)
+    graph = Graph(
         nodes={n.id: n for n in nodes},
         edges=edges,
         status=settled.status,
@@ -332,7 +379,37 @@ def _settle(store: Store, records: dict[str, SessionRecord], state: dict[str, An
         sweeps=scores.sweeps,
         converged=scores.converged,
         layers=artifacts.layers_of(segments),
+        retired=retired,
     )
+    return graph, linked
+
+
+def _retired(
+    store: Store,
+    known: dict[str, str],
+    concluded: list[Any],
+    records: dict[str, SessionRecord],
+) -> dict[str, str]:
+    """Artifacts ccm wrote for a conclusion its session no longer has, or has as
+    another kind (another folder), and that nobody edited: vault path -> node id.
+    They are deleted, so that the vault is the one a first run would write; a
+    session gone from chats/ keeps its notes."""
+    kinds = {node.id: node.kind for node in concluded}
+    found: dict[str, str] = {}
+    for node_id, path in known.items():
+        kind = kinds.get(node_id)
+        if kind is not None and path.startswith(f"artifacts/{kind}/"):
+            continue
+        if node_id.rpartition("/")[0] not in records:
+            continue
+        text = vault.read_text(store.root, path + ".md")
+        if (
+            text is not None
+            and notes.is_pristine(text)
+            and vault.owner(store.root, path) == node_id
+        ):
+            found[path] = node_id
+    return found
 
 
 @dataclass

@@ -21,9 +21,10 @@ order, so a nightly run rebuilds the same graph byte for byte.
 from __future__ import annotations
 
 import gc
+import hashlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -344,6 +345,24 @@ def _relate(
     return None
 
 
+class Linked(NamedTuple):
+    """What `link` remembers of one node for the next run: its content (`digest`), the
+    terms it is blocked on and compared with (`terms`, topic words included), the nodes
+    it was compared with (`candidates`, latest first) and the edges that comparison drew
+    (`edges`). Equal content and equal candidates give equal edges."""
+
+    digest: str
+    terms: tuple[str, ...]
+    candidates: tuple[str, ...]
+    edges: tuple[Edge, ...]
+
+
+def digest(node: Node) -> str:
+    """What of a node `link` reads (its text, kind, topic, time, turn), as a digest."""
+    said = repr((node.kind, node.text, node.topic, node.ts, node.turn))
+    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
 def link(nodes: Sequence[Node]) -> list[Edge]:
     """Every edge between `nodes`, found without comparing all pairs.
 
@@ -352,16 +371,32 @@ def link(nodes: Sequence[Node]) -> list[Edge]:
     a specific word, and a word said everywhere says nothing about a pair. The work is
     linear in the number of nodes.
     """
+    return relink(nodes, {})[0]
+
+
+def relink(
+    nodes: Sequence[Node], memo: Mapping[str, Linked]
+) -> tuple[list[Edge], dict[str, Linked]]:
+    """`link`, reusing what an earlier call remembered (`memo`, by node id); returns
+    the edges and what to remember for the next call.
+
+    The edges are exactly `link(nodes)`: a node whose content and candidates are the
+    same as remembered, and whose candidates' contents are too, draws the same edges,
+    so only the others are compared again (a nightly run after one changed session
+    compares the few nodes whose rare terms or windows that session touched).
+    """
     ordered = sorted(nodes, key=_order)
     by_id = {node.id: node for node in ordered}
     if len(by_id) != len(ordered):
         raise ValueError("conclusion graph: two nodes share an id; ids must be unique")
     with _bulk():
-        return _link(ordered, by_id)
+        return _link(ordered, by_id, memo)
 
 
-def _link(ordered: list[Node], by_id: dict[str, Node]) -> list[Edge]:
-    """`link` on nodes in time order: each node meets its candidates latest first."""
+def _link(
+    ordered: list[Node], by_id: dict[str, Node], memo: Mapping[str, Linked]
+) -> tuple[list[Edge], dict[str, Linked]]:
+    """`relink` on nodes in time order: each node meets its candidates latest first."""
     found: dict[tuple[str, str, str], Edge] = {}
 
     def keep(edge: Edge) -> None:
@@ -379,48 +414,83 @@ def _link(ordered: list[Node], by_id: dict[str, Node]) -> list[Edge]:
                     1.0,
                 )
             )
-    facts = [_facts(node) for node in ordered]
-    frequency = Counter(t for f in facts for t in f.terms | f.topic)
-    rarity = {
-        t: r for r, (t, _) in enumerate(sorted(frequency.items(), key=lambda tc: (tc[1], tc[0])))
-    }
+    digests = [digest(node) for node in ordered]
+    facts: dict[int, _Facts] = {}
+
+    def facts_of(index: int) -> _Facts:
+        if index not in facts:
+            facts[index] = _facts(ordered[index])
+        return facts[index]
+
+    remembered: list[Linked | None] = []
+    said: list[tuple[str, ...]] = []
+    for index, node in enumerate(ordered):
+        old = memo.get(node.id)
+        if old is not None and old.digest == digests[index]:
+            remembered.append(old)
+            said.append(old.terms)
+        else:
+            remembered.append(None)
+            fact = facts_of(index)
+            said.append(tuple(sorted(fact.terms | fact.topic)))
+    frequency = Counter(t for terms_said in said for t in terms_said)
     postings: defaultdict[str, list[int]] = defaultdict(list)
-    for index, fact in enumerate(facts):
-        mentioned = [t for t in fact.terms | fact.topic if frequency[t] > 1]
-        keys = sorted(mentioned, key=rarity.__getitem__)[:KEYS]
-        candidates = {j for t in keys for j in postings[t][-WINDOW:]}
-        foundation: tuple[int, int] | None = None
-        reversible = True
-        for j in sorted(candidates, reverse=True):  # the latest first
-            earlier = facts[j]
-            shared = earlier.terms & fact.terms
-            related = _relate(earlier, fact, shared, reversible)
-            if related is not None:
-                keep(related[0])
-                reversible = reversible and related[1] != "reversal"
-            elif (
-                shared
-                and earlier.node.session == fact.node.session
-                and (foundation is None or len(shared) > foundation[0])
-            ):
-                foundation = (len(shared), j)
-        if foundation is not None:
-            earlier = facts[foundation[1]]
-            shared_terms = earlier.terms & fact.terms
-            cover = len(shared_terms) / min(len(earlier.terms), len(fact.terms))
-            keep(
-                Edge(
-                    fact.node.id,
-                    earlier.node.id,
-                    "derived_from",
-                    f"same session {fact.node.session}, "
-                    f"builds on its subject {_show(shared_terms, fact)}",
-                    round(0.2 + 0.4 * cover, 3),
-                )
-            )
+    kept: dict[str, Linked] = {}
+    for index, node in enumerate(ordered):
+        mentioned = [t for t in said[index] if frequency[t] > 1]
+        keys = sorted(mentioned, key=lambda t: (frequency[t], t))[:KEYS]
+        candidates = sorted({j for t in keys for j in postings[t][-WINDOW:]}, reverse=True)
+        names = tuple(ordered[j].id for j in candidates)
+        old = remembered[index]
+        if (
+            old is not None
+            and old.candidates == names
+            and all(remembered[j] is not None for j in candidates)
+        ):
+            edges = old.edges
+        else:
+            edges = _compare(facts_of(index), [facts_of(j) for j in candidates])
+        kept[node.id] = Linked(digests[index], said[index], names, edges)
+        for edge in edges:
+            keep(edge)
         for term in mentioned:
             postings[term].append(index)
-    return sorted(found.values(), key=lambda e: (e.source, e.target, e.type))
+    return sorted(found.values(), key=lambda e: (e.source, e.target, e.type)), kept
+
+
+def _compare(fact: _Facts, candidates: list[_Facts]) -> tuple[Edge, ...]:
+    """The edges a node draws with its candidates (latest first): one per related
+    candidate, and derived_from the candidate of its session it shares most with."""
+    drawn: list[Edge] = []
+    foundation: tuple[int, _Facts] | None = None
+    reversible = True
+    for earlier in candidates:
+        shared = earlier.terms & fact.terms
+        related = _relate(earlier, fact, shared, reversible)
+        if related is not None:
+            drawn.append(related[0])
+            reversible = reversible and related[1] != "reversal"
+        elif (
+            shared
+            and earlier.node.session == fact.node.session
+            and (foundation is None or len(shared) > foundation[0])
+        ):
+            foundation = (len(shared), earlier)
+    if foundation is not None:
+        earlier = foundation[1]
+        shared_terms = earlier.terms & fact.terms
+        cover = len(shared_terms) / min(len(earlier.terms), len(fact.terms))
+        drawn.append(
+            Edge(
+                fact.node.id,
+                earlier.node.id,
+                "derived_from",
+                f"same session {fact.node.session}, "
+                f"builds on its subject {_show(shared_terms, fact)}",
+                round(0.2 + 0.4 * cover, 3),
+            )
+        )
+    return tuple(drawn)
 
 
 # ---------------------------------------------------------------- resolve

@@ -66,6 +66,9 @@ def markdown(report: Report) -> str:
             if o.path.startswith("artifacts/") and o.action in ("changed", "restored") and o.node
         ],
     )
+    removed = [f"- `{o.path}` ({o.node})" for o in report.notes_by("removed", artifact=True)]
+    if removed:
+        section("Removed artifacts: their conclusion is gone or changed kind", removed)
     section(
         "Your edits, kept",
         [

@@ -168,7 +168,7 @@ def is_empty_dir(folder: Path) -> bool:
 
 
 def remove(folder: Path, relatives: list[str]) -> None:
-    """Delete files a previous export wrote (never anything else)."""
+    """Delete files a previous export or consolidation wrote (never anything else)."""
     for relative in relatives:
         parts = Path(relative).parts
         if not parts or Path(relative).is_absolute() or ".." in parts:
