@@ -246,6 +246,27 @@ def test_a_second_run_with_nothing_new_changes_no_file(vault: Path) -> None:
     assert snapshot(vault) == before
 
 
+def test_a_run_with_nothing_new_restores_a_deleted_note_and_a_touched_network(
+    vault: Path,
+) -> None:
+    ccm(vault, "consolidate")
+    before = snapshot(vault)
+    (vault / SQLITE_NOTE).unlink()
+    (vault / "network" / "edges.json").write_text("{}")
+
+    report = consolidate_json(vault)
+
+    assert report["sessions"]["consolidated"] == []
+    assert [(o["path"], o["action"]) for o in report["artifacts"]["changed"]] == [
+        (SQLITE_NOTE, "restored")
+    ]
+    assert report["network"]["written"] == ["network/edges.json"]
+    after = snapshot(vault)
+    for path in (SQLITE_NOTE, "network/edges.json"):
+        assert after[path][1] == before[path][1]
+    assert consolidate_json(vault)["files_written"] == 0
+
+
 def test_only_the_changed_session_is_read_again(vault: Path, tmp_path: Path) -> None:
     ccm(vault, "consolidate")
     before = snapshot(vault)
@@ -548,7 +569,7 @@ def test_runs_after_changes_leave_the_vault_a_first_run_writes(
     ccm(vault, "consolidate")
     for session, text in steps:
         if session == "lose the cache":
-            (vault / ".ccm" / "sleep.json").unlink()
+            (vault / ".ccm" / "sleep.state").unlink()
             continue
         ingest(vault, tmp_path, session, said[text])
         ccm(vault, "consolidate")

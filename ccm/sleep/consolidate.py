@@ -3,7 +3,7 @@
 One run:
 
 1. finds the sessions whose raw.jsonl or events.jsonl changed since the last run (size,
-   mtime, inode, kept in ``.ccm/sleep.json``), brings their tiers up to date and reads
+   mtime, inode, kept in ``.ccm/sleep.state``), brings their tiers up to date and reads
    what consolidation needs of them (segments, conclusions, the quoted turns); the
    other sessions come from the cache;
 2. builds the conclusion graph of every consolidated session (`graph.relink`: only the
@@ -251,6 +251,13 @@ def _run(
     new_cache = {s: cached[s] for s in records}
     if start is not None:
         start(len(to_read))
+    if not to_read and not report.removed and not sessions and _as_left(root, state):
+        # nothing new, and the notes and network files are where the last run left
+        # them: the graph would be the same, so it is not built again
+        _summarize(report, state["summary"])
+        report.unchanged = len(records)
+        report.paths = dict(state.get("paths", {}))
+        return report
     for session in to_read:
         read = _read_session(store, session, dry_run)
         if isinstance(read, str):
@@ -266,11 +273,16 @@ def _run(
     report.unchanged = len(records) - len(report.consolidated)
 
     graph, linked = _settle(store, records, state)
-    report.nodes, report.edges = len(graph.nodes), len(graph.edges)
-    report.edge_types = dict(sorted(Counter(e.type for e in graph.edges).items()))
-    report.statuses = dict(sorted(Counter(graph.status.values()).items()))
-    report.layers = {str(k): v for k, v in sorted(Counter(graph.layers.values()).items())}
-    report.sweeps, report.converged = graph.sweeps, graph.converged
+    summary = {
+        "nodes": len(graph.nodes),
+        "edges": len(graph.edges),
+        "edge_types": dict(sorted(Counter(e.type for e in graph.edges).items())),
+        "statuses": dict(sorted(Counter(graph.status.values()).items())),
+        "layers": {str(k): v for k, v in sorted(Counter(graph.layers.values()).items())},
+        "sweeps": graph.sweeps,
+        "converged": graph.converged,
+    }
+    _summarize(report, summary)
     report.titles = {i: graph.label(i) for i in graph.nodes}
     report.paths = dict(graph.paths)
 
@@ -283,7 +295,8 @@ def _run(
         report.outcomes.append(
             Outcome(path, "removed", graph.retired[path[: -len(".md")]], "its conclusion is gone")
         )
-    for relative, (schema, data, encoded) in _network(graph).items():
+    network = _network(graph)
+    for relative, (schema, data, encoded) in network.items():
         if vault.read_bytes(root / relative) != encoded:
             why = schemas.problem(schema, data)
             if why is not None:
@@ -316,11 +329,29 @@ def _run(
         "confidence": {i: round(s, 6) for i, s in graph.scores.items()},
         "conflicts": sorted(_conflict_key(c) for c in graph.conflicts),
         "link": _link_state(linked),
+        "summary": summary,
+        "network": {relative: vault.stat_signature(root / relative) for relative in network},
     }
-    remembered = vault.state_bytes(new_state)
-    if vault.read_bytes(vault.state_path(store)) != remembered:
-        vault.save_state(store, remembered)
+    if new_state != state:
+        vault.save_state(store, new_state)
     return report
+
+
+def _as_left(root: Any, state: dict[str, Any]) -> bool:
+    """Whether the last run's notes all exist and its network files are untouched."""
+    network = state.get("network")
+    if not isinstance(network, dict) or not isinstance(state.get("summary"), dict):
+        return False
+    if any(vault.stat_signature(root / relative) != sig for relative, sig in network.items()):
+        return False
+    return all(vault.exists(root, path) for path in state.get("notes", {}))
+
+
+def _summarize(report: Report, summary: dict[str, Any]) -> None:
+    report.nodes, report.edges = summary["nodes"], summary["edges"]
+    report.edge_types, report.statuses = summary["edge_types"], summary["statuses"]
+    report.layers = summary["layers"]
+    report.sweeps, report.converged = summary["sweeps"], summary["converged"]
 
 
 def _link_memo(state: dict[str, Any]) -> dict[str, Linked]:
