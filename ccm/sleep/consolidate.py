@@ -295,8 +295,8 @@ def _run(
         report.outcomes.append(
             Outcome(path, "removed", graph.retired[path[: -len(".md")]], "its conclusion is gone")
         )
-    network = _network(graph)
-    for relative, (schema, data, encoded) in network.items():
+    network = _network(graph, state.get("lines", {}))
+    for relative, (schema, data, encoded, _) in network.items():
         if vault.read_bytes(root / relative) != encoded:
             why = schemas.problem(schema, data)
             if why is not None:
@@ -331,6 +331,7 @@ def _run(
         "link": _link_state(linked),
         "summary": summary,
         "network": {relative: vault.stat_signature(root / relative) for relative in network},
+        "lines": {relative: found[3] for relative, found in network.items()},
     }
     if new_state != state:
         vault.save_state(store, new_state)
@@ -560,61 +561,87 @@ def _keep_edit(
     )
 
 
-def _network(graph: Graph) -> dict[str, tuple[str, dict[str, Any], bytes]]:
-    """network/nodes.json and network/edges.json, ordered by id (deterministic)."""
+NODE_FIELDS = (
+    "id",
+    "session",
+    "segment",
+    "kind",
+    "text",
+    "turn",
+    "ts",
+    "topic",
+    "base",
+    "superseded_by",
+    "status",
+    "confidence",
+    "layer",
+    "artifact",
+)
+EDGE_FIELDS = ("source", "target", "type", "weight", "evidence")
+_Lines = dict[tuple[Any, ...], str]
+
+
+def _network(
+    graph: Graph, known: dict[str, _Lines]
+) -> dict[str, tuple[str, dict[str, Any], bytes, _Lines]]:
+    """network/nodes.json and network/edges.json, ordered by id (deterministic): for
+    each, its schema, the items not encoded by the last run (all that needs checking
+    against the schema), its bytes, and each item's line to remember for the next run.
+
+    An item is a tuple of its values; the line the last run encoded for an equal tuple
+    is used again, so a run after a small change encodes the few items it changed."""
     import json
 
+    encoder = json.JSONEncoder(ensure_ascii=False)
     nodes = [
-        {
-            "id": n.id,
-            "session": n.session,
-            "segment": n.segment,
-            "kind": n.kind,
-            "text": n.text,
-            "turn": n.turn,
-            "ts": n.ts,
-            "topic": list(n.topic),
-            "base": n.base,
-            "superseded_by": n.superseded_by,
-            "status": graph.status.get(n.id, "active"),
-            "confidence": graph.score(n.id),
-            "layer": graph.layers[n.id],
-            "artifact": graph.paths[n.id] + ".md" if n.id in graph.paths else None,
-        }
+        (
+            n.id,
+            n.session,
+            n.segment,
+            n.kind,
+            n.text,
+            n.turn,
+            n.ts,
+            n.topic,
+            n.base,
+            n.superseded_by,
+            graph.status.get(n.id, "active"),
+            graph.score(n.id),
+            graph.layers[n.id],
+            graph.paths[n.id] + ".md" if n.id in graph.paths else None,
+        )
         for n in sorted(graph.nodes.values(), key=lambda n: n.id)
     ]
-    edges = [
-        {
-            "source": e.source,
-            "target": e.target,
-            "type": e.type,
-            "weight": e.weight,
-            "evidence": e.evidence,
-        }
-        for e in graph.edges
-    ]
+    edges = [(e.source, e.target, e.type, e.weight, e.evidence) for e in graph.edges]
 
-    def encode(key: str, items: list[dict[str, Any]]) -> bytes:
+    def encode(
+        relative: str, key: str, fields: tuple[str, ...], items: list[tuple[Any, ...]]
+    ) -> tuple[str, dict[str, Any], bytes, _Lines]:
         """One item a line: readable, diffable, and written by the C encoder."""
-        lines = ",\n".join(json.dumps(item, ensure_ascii=False) for item in items)
+        before = known.get(relative, {})
+        lines: _Lines = {}
+        fresh = []
+        for item in items:
+            line = before.get(item)
+            if line is None:
+                data = dict(zip(fields, item, strict=True))
+                if key == "nodes":
+                    data["topic"] = list(data["topic"])
+                fresh.append(data)
+                line = encoder.encode(data)
+            lines[item] = line
+        body = ",\n".join(lines[item] for item in items)
         text = (
-            f'{{"format": 1, "{key}": [\n{lines}\n]}}\n'
+            f'{{"format": 1, "{key}": [\n{body}\n]}}\n'
             if items
             else f'{{"format": 1, "{key}": []}}\n'
         )
-        return text.encode("utf-8", "surrogatepass")
+        schema = f"network_{key}"
+        return schema, {"format": 1, key: fresh}, text.encode("utf-8", "surrogatepass"), lines
 
     return {
-        "network/nodes.json": (
-            "network_nodes",
-            {"format": 1, "nodes": nodes},
-            encode("nodes", nodes),
-        ),
-        "network/edges.json": (
-            "network_edges",
-            {"format": 1, "edges": edges},
-            encode("edges", edges),
-        ),
+        "network/nodes.json": encode("network/nodes.json", "nodes", NODE_FIELDS, nodes),
+        "network/edges.json": encode("network/edges.json", "edges", EDGE_FIELDS, edges),
     }
 
 
