@@ -679,7 +679,8 @@ class Index:
         names = self.speakers_named(session, query)
         skip = {lexical.stem(part.lower()) for name in names for part in _WORD.findall(name)}
         terms = [term for term in lexical.stems(words) if term not in skip]
-        found = self.postings.search(session, terms, CANDIDATES, exclude_after) if terms else []
+        read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
+        found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
         top = max((hit.score for hit in found), default=0.0) or 1.0
         base = {hit.turn: hit.score / top for hit in found}
         held = {hit.turn: hit.terms for hit in found}
@@ -697,7 +698,7 @@ class Index:
             near = {t for t in near if t < exclude_after}
         for turn in near:
             base[turn] = 0.0
-        spans = self.postings.topics(session, terms, TOPIC_HITS) if terms else []
+        spans = self.postings.topics(session, terms, TOPIC_HITS, read) if terms else []
         best_topic = max((score for _, _, score in spans), default=0.0) or 1.0
         if spans:
             firsts = sorted((first, last, score) for first, last, score in spans)

@@ -298,11 +298,12 @@ class Postings:
         terms: Sequence[str],
         limit: int,
         exclude_after: int | None = None,
+        read: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> list[TurnHit]:
         """The `limit` best turns for `terms` by BM25 within their session (`None`: in
-        every session), best first."""
+        every session), best first. `read`: the lists of `terms`, when already read."""
         found: list[TurnHit] = []
-        for name, lists in self.lists(session, terms).items():
+        for name, lists in (self.lists(session, terms) if read is None else read).items():
             docs, avgdl = self.stats(name)
             if docs:
                 found += _best(name, lists, docs, avgdl, limit, exclude_after)
@@ -310,14 +311,18 @@ class Postings:
         return found[:limit]
 
     def topics(
-        self, session: str, terms: Sequence[str], limit: int
+        self,
+        session: str,
+        terms: Sequence[str],
+        limit: int,
+        read: dict[str, dict[str, np.ndarray]] | None = None,
     ) -> list[tuple[int, int, float]]:
         """The `limit` segments whose turns, taken together, best match `terms`:
         (first turn, last turn, score), BM25 with a segment as the document (its terms'
         frequencies summed, its length its turn count times the mean turn length)."""
         firsts = self.firsts(session)
         _, avgdl = self.stats(session)
-        lists = self.lists(session, terms).get(session)
+        lists = (self.lists(session, terms) if read is None else read).get(session)
         if not len(firsts) or not lists:
             return []
         # segments partition the turns: each runs up to the next one's first turn
