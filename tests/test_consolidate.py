@@ -577,6 +577,44 @@ def test_runs_after_changes_leave_the_vault_a_first_run_writes(
     assert consolidate_json(vault)["files_written"] == 0
 
 
+SAID = (
+    "Decision: we use {tool} for the {a} {b}, not {other}, because it is simpler.",
+    "Change of plan: switch to {tool} for the {a} {b} instead of {other}.",
+    "That fixed it: the {a} {b} works now after the {c} change.",
+    "So the root cause was {a} {b} in the {c} module.",
+    "Actually, the root cause was {b} {a} in the {c} module.",
+    "Confirmed: the {a} {b} runs on {tool} now.",
+)
+TOOLS = ("Postgres", "SQLite", "Redis", "Kafka")
+SUBJECTS = ("ledger", "queue", "cache", "importer", "memo", "backup")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_appends_leave_the_vault_a_first_run_writes(
+    vault: Path, tmp_path: Path, seed: int
+) -> None:
+    import random
+
+    rng = random.Random(seed)
+    ccm(vault, "consolidate")
+    day = 10
+    for step in range(4):
+        for _ in range(rng.randint(1, 3)):
+            day += 1
+            tool, other = rng.sample(TOOLS, 2)
+            a, b, c = rng.sample(SUBJECTS, 3)
+            text = rng.choice(SAID).format(tool=tool, other=other, a=a, b=b, c=c)
+            said = turns(
+                ("user", f"Looking at the {a} {b} again.", f"2026-04-{day:02d}T09:00:00Z"),
+                ("assistant", f"What about the {a} {b}?", f"2026-04-{day:02d}T09:00:30Z"),
+                ("user", text, f"2026-04-{day:02d}T09:01:00Z"),
+                ("assistant", "Noted.", f"2026-04-{day:02d}T09:01:30Z"),
+            )
+            ingest(vault, tmp_path, rng.choice(["one", "two", "three", "reading-notes"]), said)
+        ccm(vault, "consolidate")
+        assert vault_files(vault) == from_scratch(vault, tmp_path), step
+
+
 def test_an_artifact_whose_conclusion_changed_kind_moves_unless_you_edited_it(
     vault: Path, tmp_path: Path
 ) -> None:

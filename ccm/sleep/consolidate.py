@@ -283,10 +283,13 @@ def _run(
         "converged": graph.converged,
     }
     _summarize(report, summary)
-    report.titles = {i: graph.label(i) for i in graph.nodes}
     report.paths = dict(graph.paths)
 
-    pending = _notes(records, graph, set(report.consolidated))
+    network = _network(graph, state.get("lines", {}))
+    lost = {loser: [c.winner, c.reason] for loser, c in graph.lost_to.items()}
+    fresh = set(report.consolidated)
+    near = _near_changes(graph, state, network, lost, fresh)
+    pending = _notes(records, graph, fresh, near, state.get("notes", {}))
     files: dict[str, bytes] = {}
     note_hashes = _sync(root, pending, state.get("notes", {}), report, files)
     reused = {path + ".md" for path in graph.paths.values()}
@@ -295,7 +298,6 @@ def _run(
         report.outcomes.append(
             Outcome(path, "removed", graph.retired[path[: -len(".md")]], "its conclusion is gone")
         )
-    network = _network(graph, state.get("lines", {}))
     for relative, (schema, data, encoded, _) in network.items():
         if vault.read_bytes(root / relative) != encoded:
             why = schemas.problem(schema, data)
@@ -305,6 +307,10 @@ def _run(
             report.network_written.append(relative)
     _conflicts(graph, state, report)
     _changes(graph, state, report)
+    named = {o.node for o in report.outcomes if o.node in graph.nodes}
+    named.update(c["id"] for c in report.confidence_changes)
+    named.update(i for c in report.new_conflicts for i in (c["winner"], c["loser"]))
+    report.titles = {i: graph.label(i) for i in sorted(named)}
     report.written = sorted([*files, *gone])
 
     if dry_run:
@@ -332,6 +338,7 @@ def _run(
         "summary": summary,
         "network": {relative: vault.stat_signature(root / relative) for relative in network},
         "lines": {relative: found[3] for relative, found in network.items()},
+        "lost": lost,
     }
     if new_state != state:
         vault.save_state(store, new_state)
@@ -455,19 +462,68 @@ class _Note:
     make: Callable[[], tuple[str, list[dict[str, Any]]]]
 
 
-def _notes(records: dict[str, SessionRecord], graph: Graph, fresh: set[str]) -> list[_Note]:
+def _near_changes(
+    graph: Graph,
+    state: dict[str, Any],
+    network: dict[str, tuple[str, dict[str, Any], bytes, dict[tuple[Any, ...], str]]],
+    lost: dict[str, list[str]],
+    fresh: set[str],
+) -> set[str] | None:
+    """The nodes whose notes may show something new: those whose network item (text,
+    time, status, confidence, layer, path...) differs from the last run's, that gained
+    or lost an edge or whose conflict reads otherwise, those of sessions read again
+    (their segments' turns), and every neighbour of these. None when the last run left
+    no network items: then every note's inputs are worked out."""
+    lines = state.get("lines")
+    if not isinstance(lines, dict) or not isinstance(state.get("lost"), dict):
+        return None
+    before = {item[0]: item for item in lines.get("network/nodes.json", {})}
+    touched = {node.id for node in graph.nodes.values() if node.session in fresh}
+    touched.update(i for i, item in before.items() if i not in graph.nodes)
+    touched.update(
+        item[0] for item in network["network/nodes.json"][3] if before.get(item[0]) != item
+    )
+    edges = set(lines.get("network/edges.json", {}))
+    for item in edges.symmetric_difference(network["network/edges.json"][3]):
+        touched.update(item[:2])
+    earlier: dict[str, list[str]] = state["lost"]
+    touched.update(i for i in earlier.keys() | lost.keys() if earlier.get(i) != lost.get(i))
+    near = set(touched)
+    for node_id in touched:
+        near.update(edge.target for edge in graph.outgoing.get(node_id, ()))
+        near.update(edge.source for edge in graph.incoming.get(node_id, ()))
+    return near
+
+
+def _notes(
+    records: dict[str, SessionRecord],
+    graph: Graph,
+    fresh: set[str],
+    near: set[str] | None,
+    last: dict[str, Any],
+) -> list[_Note]:
+    """Every note, with the key of its inputs: worked out for the notes `near` a change,
+    the last run's for the others (whose inputs are the same)."""
     segments = artifacts.segments_by_node(records.values())
     found = []
+
+    def remembered(path: str, ids: Any) -> str | None:
+        before = last.get(path)
+        if near is None or not isinstance(before, list) or any(i in near for i in ids):
+            return None
+        return str(before[1])
+
     for node_id in sorted(graph.paths):
 
         def make(node_id: str = node_id) -> tuple[str, list[dict[str, Any]]]:
             return artifacts.artifact_note(graph, node_id, segments)
 
+        path = graph.paths[node_id] + ".md"
         found.append(
             _Note(
-                graph.paths[node_id] + ".md",
+                path,
                 node_id,
-                artifacts.artifact_key(graph, node_id, segments),
+                remembered(path, (node_id,)) or artifacts.artifact_key(graph, node_id, segments),
                 graph.nodes[node_id].session in fresh,
                 make,
             )
@@ -477,11 +533,14 @@ def _notes(records: dict[str, SessionRecord], graph: Graph, fresh: set[str]) -> 
         def make_session(session: str = session) -> tuple[str, list[dict[str, Any]]]:
             return artifacts.session_note(records[session], graph), []
 
+        path = artifacts.session_path(session) + ".md"
+        record = records[session]
+        ids = [f"{session}/{segment['id']}" for segment in record["segments"]]
         found.append(
             _Note(
-                artifacts.session_path(session) + ".md",
+                path,
                 None,
-                artifacts.session_key(records[session], graph),
+                remembered(path, ids) or artifacts.session_key(record, graph),
                 session in fresh,
                 make_session,
             )
