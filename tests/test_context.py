@@ -374,26 +374,29 @@ def _two_people(tmp_path: Path) -> Store:
         "Same here, the weather was lovely though.",
         "Glad to hear it!",
     ]
-    day_1 = [
-        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D1:{n + 1}", "text": text}
-        for n, text in enumerate(
-            [
-                *filler,
-                "Thanks, Bo! I went hiking in the hills yesterday.",
-                "That sounds wonderful, Ann.",
-                "It was, thank you.",
-                "Did you ever try kayaking, Ann?",
-                "Once, on the river by the old mill, in spring.",
-                "Sounds fun.",
-            ]
-        )
-    ]
-    day_2 = [
-        {"speaker": "Ann" if n % 2 == 0 else "Bo", "dia_id": f"D2:{n + 1}", "text": text}
-        for n, text in enumerate(
-            [*filler, "Thanks, Ann! Bo here: I went hiking too, on the coast.", "Nice, Bo."]
-        )
-    ]
+
+    def said(day: int, texts: list[str]) -> list[dict[str, str]]:
+        """Ann and Bo taking turns, Ann first."""
+        return [
+            {"speaker": "Bo" if n % 2 else "Ann", "dia_id": f"D{day}:{n + 1}", "text": text}
+            for n, text in enumerate(texts)
+        ]
+
+    day_1 = said(
+        1,
+        [
+            *filler,
+            "Thanks, Bo! I went hiking in the hills yesterday.",
+            "That sounds wonderful, Ann.",
+            "It was, thank you.",
+            "Did you ever try kayaking, Ann?",
+            "Once, on the river by the old mill, in spring.",
+            "Sounds fun.",
+        ],
+    )
+    day_2 = said(
+        2, [*filler, "Thanks, Ann! Bo here: I went hiking too, on the coast.", "Nice, Bo."]
+    )
     sample = {
         "sample_id": "ann-bo",
         "conversation": {
