@@ -25,7 +25,7 @@ from typing import Any
 
 from ccm import derive, tokens
 from ccm.errors import UsageError
-from ccm.index import Hit, Index, pairs, render_group, render_turn
+from ccm.index import Hit, Index, pairs, render_group, render_turn, undated
 from ccm.store import Store
 
 SHARES: dict[str, dict[str, float]] = {
@@ -382,7 +382,7 @@ def _fill_recall(block: Block, hits: list[Hit], allowance: int) -> int:
     chosen: list[tuple[str, str, Hit]] = []  # (day, text, hit)
     days: set[str] = set()
     for hit in hits:
-        day, text = _undated(hit)
+        day, text = _day_and_text(hit)
         room = allowance - used
         # the stored count less the stamp's is within a token or two of the exact one
         if hit.tokens - (STAMP_TOKENS if day else 0) > room + 2:
@@ -412,14 +412,11 @@ def _fill_recall(block: Block, hits: list[Hit], allowance: int) -> int:
 STAMP_TOKENS = 11  # about what "[2024-01-17 10:00] " costs
 
 
-def _undated(hit: Hit) -> tuple[str, str]:
+def _day_and_text(hit: Hit) -> tuple[str, str]:
     """The day of a dated exchange and its text without the leading time stamp."""
     if hit.kind != "pair" or not hit.ts:
         return "", hit.text
-    return hit.ts[:10], _STAMP.sub("", hit.text, count=1)
-
-
-_STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d\] ")
+    return hit.ts[:10], undated(hit.text)
 
 
 def _day_heading(day: str) -> str:

@@ -100,7 +100,7 @@ SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
 EMBED_BATCH = 256
-_DATE_PREFIX = re.compile(r"^\[[^\]]{0,40}\] ")
+_STAMP = re.compile(r"^\[[^\]]{0,40}\] ")  # the time stamp `render_turn` puts first
 TOOL_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -159,6 +159,11 @@ def render_turn(turn: dict[str, Any]) -> str:
             )
         return f"[{turn['ts'][:16].replace('T', ' ')}] {name} result: {content}"
     return f"[{turn['ts'][:16].replace('T', ' ')}] {speaker(turn)}: {content}"
+
+
+def undated(text: str) -> str:
+    """A rendered turn or exchange without the time stamp on its first line."""
+    return _STAMP.sub("", text, count=1)
 
 
 def render_group(group: list[dict[str, Any]]) -> list[str]:
@@ -303,7 +308,7 @@ class Index:
         ).fetchall()
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
-            vectors = encoder.encode([_DATE_PREFIX.sub("", text) for _, _, text in batch])
+            vectors = encoder.encode([undated(text) for _, _, text in batch])
             with self._writing():
                 self.db.executemany(
                     "INSERT OR REPLACE INTO vectors(unit, session, turn, vec) VALUES (?,?,?,?)",
