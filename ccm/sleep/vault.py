@@ -156,17 +156,6 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
-def list_files(folder: Path) -> list[str]:
-    """Every file under `folder`, as paths relative to it."""
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.relative_to(folder).as_posix()
-        for p in folder.rglob("*")
-        if p.is_file() and not is_temp_file(p.name)
-    )
-
-
 def is_empty_dir(folder: Path) -> bool:
     return not folder.exists() or (folder.is_dir() and not any(folder.iterdir()))
 
