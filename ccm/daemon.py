@@ -10,10 +10,11 @@ An update is the engine's incremental path (`ccm.derive.Engine`, kept in memory 
 session, least recently used ones saved and dropped past `MAX_ENGINES`) and the index's
 (`ccm.index.Index.update`): its cost is that of the new lines. The tiers come first:
 while appends keep arriving, the index waits until they pause (`INDEX_IDLE_SECONDS`)
-or until it is `INDEX_LAG_SECONDS` behind, then takes all that came in one update. Recall
-loses nothing by it: a context or recall call brings the index up to date itself. Where each file was read
-to is kept under ``.ccm/`` (the engine cache, the index's progress table), so a
-restarted daemon resumes where it stopped; at start it catches up on every session.
+or until it is `INDEX_LAG_SECONDS` behind, then takes all that came in one update.
+Recall loses nothing by it: a context or recall call brings the index up to date
+itself. Where each file was read to is kept under ``.ccm/`` (the engine cache, the
+index's progress table), so a restarted daemon resumes where it stopped; at start it
+catches up on every session.
 A log truncated or replaced is detected (inode, size) and that session rebuilt. A crash
 at any instant loses nothing: the logs are only read, derived files are replaced
 atomically, and the caches are snapshots of a consistent past point that the next start
