@@ -45,8 +45,8 @@ def markdown(report: Report) -> str:
         out.append(f"Skipped {skipped['session']}: {skipped['why']}.")
     out.append("")
 
-    def section(heading: str, lines: list[str]) -> None:
-        out.extend([f"### {heading} ({len(lines)})", ""])
+    def section(heading: str, lines: list[str], count: str | None = None) -> None:
+        out.extend([f"### {heading} ({count or len(lines)})", ""])
         out.extend(_capped(lines) or ["(none)"])
         out.append("")
 
@@ -82,9 +82,7 @@ def markdown(report: Report) -> str:
         f"{_node(report, c['winner'])} stands ({c['rule']}): {notes.inline(c['reason'])}"
         for c in report.new_conflicts
     ]
-    out.extend([f"### New conflicts ({len(conflicts)} of {report.conflicts_total})", ""])
-    out.extend(_capped(conflicts) or ["(none)"])
-    out.append("")
+    section("New conflicts", conflicts, f"{len(conflicts)} of {report.conflicts_total}")
     section(
         "Largest confidence changes",
         [
