@@ -34,7 +34,6 @@ import random
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import write_session  # noqa: E402
-from benchmarks.graph import Zipf, vocabulary  # noqa: E402
+from benchmarks.graph import Zipf, print_verdicts, timed, vocabulary  # noqa: E402
 from ccm.ingest.pipeline import ingest  # noqa: E402
 from ccm.sleep.consolidate import consolidate  # noqa: E402
 from ccm.store import Store  # noqa: E402
@@ -101,12 +100,6 @@ def write_corpus(folder: Path, sessions: int, turns: int, seed: int) -> int:
     return planted
 
 
-def _timed(call: Any) -> tuple[Any, float]:
-    start = time.perf_counter()
-    result = call()
-    return result, time.perf_counter() - start
-
-
 def imported(folder: Path, sessions: int, turns: int, seed: int) -> tuple[Path, int, float]:
     """The generated sessions imported with their tiers derived, in `folder/root`: made
     once for one (sessions, turns, seed) and reused; returns it, the conclusions planted
@@ -128,7 +121,7 @@ def imported(folder: Path, sessions: int, turns: int, seed: int) -> tuple[Path, 
     planted = write_corpus(sources, sessions, turns, seed)
     root.mkdir()
     (root / "config.yaml").write_text("ingest: {fsync: false}\n")
-    _, importing = _timed(lambda: ingest(Store(root), [str(sources)], derive=True))
+    _, importing = timed(lambda: ingest(Store(root), [str(sources)], derive=True))
     shutil.rmtree(sources)
     marker.write_text(json.dumps({**wanted, "planted": planted}))
     return root, planted, importing
@@ -162,8 +155,8 @@ def measure(
     root = work / "root"
     shutil.copytree(made, root, symlinks=True, copy_function=_share_logs)
     store = Store(root)
-    first, scratch = _timed(lambda: consolidate(Store(root)))
-    second, idle = _timed(lambda: consolidate(Store(root)))
+    first, scratch = timed(lambda: consolidate(Store(root)))
+    second, idle = timed(lambda: consolidate(Store(root)))
     extra = work / "extra.jsonl"
     extra.write_text(
         json.dumps({"role": "user", "content": "Ok, so the takeaway is: measure first."})
@@ -175,7 +168,7 @@ def measure(
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:
         profiler.enable()
-    third, incremental = _timed(lambda: consolidate(Store(root)))
+    third, incremental = timed(lambda: consolidate(Store(root)))
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(str(profile))
@@ -235,9 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         f"session {result['incremental_s']} s ({result['incremental_sessions']}, "
         f"{result['incremental_files']} files written)"
     )
-    for key, limit in TARGETS.items():
-        verdict = "met" if result[key] <= limit else "NOT met"
-        print(f"{key} {result[key]} (target <= {limit}): {verdict}")
+    print_verdicts(result, TARGETS)
 
 
 if __name__ == "__main__":

@@ -182,19 +182,27 @@ def densify(nodes: list[Node], edges: list[Edge], seed: int) -> list[Edge]:
     return [*edges, *extra]
 
 
-def _timed(call: Any) -> tuple[Any, float]:
+def timed(call: Any) -> tuple[Any, float]:
+    """What `call()` returns, and the seconds it took."""
     start = time.perf_counter()
     result = call()
     return result, time.perf_counter() - start
 
 
+def print_verdicts(result: dict[str, Any], targets: dict[str, float], prefix: str = "") -> None:
+    """One line a target: the measured figure, the limit, and whether it was met."""
+    for key, limit in targets.items():
+        verdict = "met" if result[key] <= limit else "NOT met"
+        print(f"{prefix}{key} {result[key]} (target <= {limit}): {verdict}")
+
+
 def measure(count: int, seed: int) -> dict[str, Any]:
-    nodes, generated = _timed(lambda: generate(count, seed))
-    edges, linking = _timed(lambda: link(nodes))
-    resolution, resolving = _timed(lambda: resolve(nodes, edges))
-    scores, scoring = _timed(lambda: propagate(nodes, edges, resolution.status))
+    nodes, generated = timed(lambda: generate(count, seed))
+    edges, linking = timed(lambda: link(nodes))
+    resolution, resolving = timed(lambda: resolve(nodes, edges))
+    scores, scoring = timed(lambda: propagate(nodes, edges, resolution.status))
     dense = densify(nodes, edges, seed)
-    crowded, crowding = _timed(lambda: propagate(nodes, dense, resolution.status))
+    crowded, crowding = timed(lambda: propagate(nodes, dense, resolution.status))
     values = list(scores.score.values())
     return {
         "nodes": len(nodes),
@@ -240,9 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         f"confidence on {result['dense_edges']} edges: {result['dense_confidence_s']} s "
         f"({result['dense_sweeps']} sweeps, converged: {result['dense_converged']})"
     )
-    for key, limit in TARGETS.items():
-        verdict = "met" if result[key] <= limit else "NOT met"
-        print(f"{result['nodes']} nodes: {key} {result[key]} (target <= {limit}): {verdict}")
+    print_verdicts(result, TARGETS, f"{result['nodes']} nodes: ")
 
 
 if __name__ == "__main__":
