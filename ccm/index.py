@@ -712,8 +712,12 @@ class Index:
                 at = bisect.bisect_right(keys, turn) - 1
                 if at >= 0 and firsts[at][0] <= turn <= firsts[at][1]:
                     base[turn] += TOPIC_WEIGHT * firsts[at][2] / best_topic
-        facts = self._turn_facts(session, base)  # turn -> (exchange, speaker, time)
         when = dates.window(query)
+        # turn -> (exchange, speaker, time): of every turn when who or when matters, else
+        # only of those whose exchange the BM25 hits did not already give
+        facts = self._turn_facts(
+            session, base if names or when else (t for t in base if t not in starts)
+        )
         for turn, (_, name, ts) in facts.items() if names or when else ():
             if name in names:
                 base[turn] *= 1 + SPEAKER_BOOST
