@@ -23,7 +23,6 @@ resolve the same whatever other notes share a file name.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from ccm.sleep import notes
-from ccm.sleep.graph import Conflict, Edge, Node
+from ccm.sleep.graph import Conflict, Edge, Node, fingerprint
 from ccm.sleep.ladder import layer
 
 QUOTE_CHARS = 2000  # longest verbatim quote kept in an artifact
@@ -454,15 +453,11 @@ def artifact_note(
     return notes.render(fields, "\n".join(lines) + "\n"), sources
 
 
-def _digest(value: Any) -> str:
-    return hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
-
-
 def artifact_key(graph: Graph, node_id: str, segments: dict[str, SegmentRecord]) -> str:
     """What an artifact shows of the graph (its own session aside), as a digest: equal
     keys of a session not read again mean an equal note, which is then not rendered."""
     lost = graph.lost_to.get(node_id)
-    return _digest(
+    return fingerprint(
         (
             graph.status.get(node_id, "active"),
             graph.score(node_id),
@@ -495,7 +490,7 @@ def session_key(record: SessionRecord, graph: Graph) -> str:
             shown.append(
                 (node_id, graph.status.get(node_id), graph.score(node_id), graph.paths.get(node_id))
             )
-    return _digest(shown)
+    return fingerprint(shown)
 
 
 def session_note(record: SessionRecord, graph: Graph) -> str:

@@ -357,10 +357,14 @@ class Linked(NamedTuple):
     edges: tuple[Edge, ...]
 
 
+def fingerprint(value: Any) -> str:
+    """A short digest of `value`'s repr (plain data: strings, numbers, tuples, lists)."""
+    return hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+
+
 def digest(node: Node) -> str:
     """What of a node `link` reads (its text, kind, topic, time, turn), as a digest."""
-    said = repr((node.kind, node.text, node.topic, node.ts, node.turn))
-    return hashlib.blake2b(said.encode("utf-8", "surrogatepass"), digest_size=10).hexdigest()
+    return fingerprint((node.kind, node.text, node.topic, node.ts, node.turn))
 
 
 def link(nodes: Sequence[Node]) -> list[Edge]:
