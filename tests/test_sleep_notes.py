@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ccm.errors import SchemaError
 from ccm.sleep import notes
 from ccm.sleep.artifacts import assign_paths, slug, title
 from ccm.sleep.graph import Node
@@ -31,7 +32,7 @@ def test_split_reads_the_frontmatter_and_keeps_the_body() -> None:
     assert fields is not None and fields["id"] == "x" and fields["sources"] == [{"session": "s"}]
     assert body == "Body\n---\nmore\n"
     assert notes.split("no frontmatter") == (None, "no frontmatter")
-    with pytest.raises(Exception, match="not a mapping"):
+    with pytest.raises(SchemaError, match="not a mapping"):
         notes.split("---\n- a list\n---\nbody")
 
 
