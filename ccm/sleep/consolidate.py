@@ -442,11 +442,7 @@ def _retired(
         if node_id.rpartition("/")[0] not in records:
             continue
         text = vault.read_text(store.root, path + ".md")
-        if (
-            text is not None
-            and notes.is_pristine(text)
-            and vault.owner(store.root, path) == node_id
-        ):
+        if text is not None and notes.is_pristine(text) and vault.note_id(text) == node_id:
             found[path] = node_id
     return found
 

@@ -116,8 +116,11 @@ def owner(root: Path, relative: str) -> str | None:
     """The id in the frontmatter of the note at `relative` (a vault path without .md):
     None when there is no such note, "" when it has no id (a person's own note)."""
     text = read_text(root, relative + ".md")
-    if text is None:
-        return None
+    return None if text is None else note_id(text)
+
+
+def note_id(text: str) -> str:
+    """The id in a note's frontmatter, "" when it has none."""
     head = text[: text.find("\n---", 3) + 1] if text.startswith("---\n") else ""
     found = _ID_LINE.search(head)
     return found.group(1) if found else ""
