@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccm import dates, lexical, tokens
-from ccm.engine.text import printable
+from ccm.engine.text import named_speaker, printable
 from ccm.store import Cursor, Store
 
 SCHEMA = """
@@ -134,13 +134,6 @@ class Hit:
             "why": self.why,
             "text": self.text,
         }
-
-
-def named_speaker(turn: dict[str, Any]) -> str | None:
-    """The person who said `turn` when the source names one (LoCoMo, group chats)."""
-    meta = turn.get("meta") or {}
-    name = meta.get("speaker")
-    return name if isinstance(name, str) and name.strip() else None
 
 
 def speaker(turn: dict[str, Any]) -> str:

@@ -119,6 +119,18 @@ def test_a_reversed_decision_ends_superseded_and_leaves_the_critical_list(tmp_pa
     assert found["open"]["efforts"], "the restore test is still open"
 
 
+def test_patterns_mark_rules_for_a_model_not_care_between_people() -> None:
+    def turn(number: int, role: str, text: str, **meta: str) -> dict[str, Any]:
+        return {"turn": number, "role": role, "content": text, "ts": None, "meta": meta}
+
+    said = "Make sure you take care of yourself, and never skip the stretching."
+    alone = fold(new_state("s"), [turn(1, "user", said)], Params())
+    assert [c["text"] for c in alone["critical"]] == [said]
+    # the same words from one named person to another (LoCoMo, a group chat) mark nothing
+    people = fold(new_state("p"), [turn(1, "user", said, speaker="Ann")], Params())
+    assert people["critical"] == []
+
+
 # -- properties ---------------------------------------------------------------------
 
 CRITICAL = [

@@ -3,7 +3,9 @@
 Critical items are never compressed, never displaced, and always given to the model.
 They come from patterns in what the user (or a system prompt) says, and from explicit
 marks (``ccm critical SESSION --add``, ``@pin``-like events). Assistant turns are not
-scanned: an assistant explaining that "you must restart" is not a user's rule.
+scanned: an assistant explaining that "you must restart" is not a user's rule. Nor are
+turns whose source names the person who said them (a conversation between people, as
+LoCoMo's): "make sure you take care of yourself" is care between friends, not a rule.
 """
 
 from __future__ import annotations

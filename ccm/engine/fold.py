@@ -34,9 +34,18 @@ from typing import Any
 from ccm import tokens as tokenizer
 from ccm.config import Config
 from ccm.engine import conclusions, critical
-from ccm.engine.text import cosine, paths, sentences, term_of, terms, top_terms, words
+from ccm.engine.text import (
+    cosine,
+    named_speaker,
+    paths,
+    sentences,
+    term_of,
+    terms,
+    top_terms,
+    words,
+)
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -519,6 +528,10 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     ts_text = turn.get("ts")
     meta = turn.get("meta") or {}
     injected = bool(meta.get("injected") or meta.get("compact_summary"))
+    # a turn whose source names the person who said it (LoCoMo, a group chat) is one
+    # person talking to another: "make sure you rest" is care, not a rule for a model,
+    # so patterns mark no critical item there (explicit marks still do)
+    addressed = named_speaker(turn) is None
     count = tokenizer.count_tokens(text)
     ts = _seconds(ts_text)
     turn_terms = _turn_terms(role, text)
@@ -559,9 +572,9 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         state["conclusions"].append({**found.as_dict(), "segment": state["current"]["id"]})
         del state["conclusions"][:-CONCLUSIONS_KEPT]
         _register_conclusion(state, found, state["current"]["id"])
-        if found.kind == "decision" and role == "user":
+        if found.kind == "decision" and role == "user" and addressed:
             _add_critical(state, number, "decision", found.text)
-    if not (role == "system" and injected):
+    if addressed and not (role == "system" and injected):
         for kind, sentence in critical.detect(role, text):
             _add_critical(state, number, kind, sentence)
 

@@ -10,6 +10,7 @@ import heapq
 import math
 import re
 from collections.abc import Mapping
+from typing import Any
 
 STOPWORDS = frozenset(
     """
@@ -158,3 +159,10 @@ def top_terms(counts: Mapping[str, float], limit: int) -> list[str]:
         best = heapq.nsmallest(limit, counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return [t for t, _ in best]
     return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+
+def named_speaker(turn: dict[str, Any]) -> str | None:
+    """The person who said `turn` when the source names one (LoCoMo, group chats)."""
+    meta = turn.get("meta") or {}
+    name = meta.get("speaker")
+    return name if isinstance(name, str) and name.strip() else None
