@@ -28,10 +28,12 @@ from ccm.errors import UsageError
 from ccm.index import Hit, Index, pairs, render_group, render_turn, undated
 from ccm.store import Store
 
+# shares of the budget per query type; what recall is given is all that the others leave
+# (for a casual message, which recalls nothing, the tail may take all of it)
 SHARES: dict[str, dict[str, float]] = {
-    "casual": {"manifest": 0.10, "efforts": 0.20, "recall": 0.0, "tail": 0.70},
-    "recall": {"manifest": 0.05, "efforts": 0.05, "recall": 0.80, "tail": 0.10},
-    "summary": {"manifest": 0.10, "efforts": 0.50, "recall": 0.15, "tail": 0.25},
+    "casual": {"manifest": 0.10, "efforts": 0.20, "tail": 1.0},
+    "recall": {"manifest": 0.05, "efforts": 0.05, "tail": 0.10},
+    "summary": {"manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
@@ -298,31 +300,44 @@ def _assemble(
         manifest.lines.append("")  # the budget line, written last
         budget.take(reserve)
 
+    # the tail is fitted first, within its share and the efforts' share, so that recall
+    # can fill all the rest exactly (its units are small; the tail's whole exchanges
+    # would leave more room unused); what the efforts and recall leave goes back to the
+    # tail, which reaches back no further than the turns they show
     tail_turns = _tail_turns(store, session, config)
-    tail_first = tail_turns[0]["turn"] if tail_turns else None
+    tail = Block("tail", "Latest turns")
+    tail_tokens = int(config.get("context", "tail_tokens"))
+    keep = int(config.get("context", "keep_tool_results"))
+    efforts_share = int(total * shares["efforts"])
+    allowance = min(budget.left - efforts_share, tail_tokens, int(total * shares["tail"]))
+    chosen = _fit_tail(tail_turns, max(0, allowance), tail, keep)
+    if not chosen:  # the latest exchange, however long, as long as the budget holds it
+        room = min(budget.left - efforts_share, tail_tokens)
+        chosen = _fit_tail(tail_turns, max(0, room), tail, keep, most=1)
+    budget.take(tail.tokens)
+    tail_first = chosen[0]["turn"] if chosen else None
 
     efforts = Block("efforts", "Active efforts")
-    allowance = min(budget.left, int(total * shares["efforts"]))
     effort_lines = _effort_lines(tiers, index, session, tail_first)
-    used = _fill(efforts, effort_lines, allowance)
-    budget.take(used)
-    carry = max(0, allowance - used)
+    budget.take(_fill(efforts, effort_lines, min(budget.left, efforts_share)))
 
     recall = Block("recall", "Recalled from memory")
     if kind != "casual" and query:
-        tail_reserve = int(total * shares["tail"])  # the latest exchange is never crowded out
-        allowance = min(budget.left - tail_reserve, int(total * shares["recall"]) + carry)
         hits = index.recall(query, session, exclude_after=tail_first)
-        used = _fill_recall(recall, hits, allowance)
-        budget.take(used)
-        carry = max(0, allowance - used)
+        budget.take(_fill_recall(recall, hits, budget.left))
 
-    tail = Block("tail", "Latest turns")
-    allowance = budget.left
-    tail_tokens = int(config.get("context", "tail_tokens"))
-    keep = int(config.get("context", "keep_tool_results"))
-    chosen = _fit_tail(tail_turns, min(allowance, tail_tokens), tail, keep)
-    budget.take(tail.tokens)
+    if budget.left > 0 and len(chosen) < len(tail_turns):
+        after = max(
+            [item["last_turn"] for item in efforts.items if isinstance(item, dict)]
+            + [item["turns"][1] for item in recall.items if item.get("turns")],
+            default=0,
+        )
+        groups = [g for g in pairs(tail_turns) if g[0]["turn"] > after]
+        budget.used -= tail.tokens
+        chosen = _fit_tail(
+            [t for g in groups for t in g], min(budget.left, tail_tokens), tail, keep
+        )
+        budget.take(tail.tokens)
 
     if manifest.lines:
         manifest.lines[-1] = f"Budget: {total} tokens, {max(0, budget.left)} left."
@@ -361,13 +376,14 @@ def _effort_lines(
             (f"- {active['effort_id']} ({active.get('topic', '')}): {summary}", active["effort_id"])
         )
         if active.get("expanded"):
-            for row in index.db.execute(
-                "SELECT text, first_turn FROM units WHERE session=? AND kind='pair' "
+            for text, first_turn, last_turn in index.db.execute(
+                "SELECT text, first_turn, last_turn FROM units WHERE session=? AND kind='pair' "
                 "AND first_turn BETWEEN ? AND ? ORDER BY first_turn DESC LIMIT 4",
                 (session, first, last),
             ):
-                if tail_first is None or row[1] < tail_first:
-                    lines.append((row[0], f"turn {row[1]}"))
+                if tail_first is None or last_turn < tail_first:
+                    item = {"effort": active["effort_id"], "first_turn": first_turn}
+                    lines.append((text, {**item, "last_turn": last_turn}))
     return lines
 
 
@@ -453,10 +469,15 @@ def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]
 
 
 def _fit_tail(
-    turns: list[dict[str, Any]], allowance: int, block: Block, keep_results: int
+    turns: list[dict[str, Any]],
+    allowance: int,
+    block: Block,
+    keep_results: int,
+    most: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The latest whole exchanges that fit; tool results older than the last
-    `keep_results` are cleared to one line that keeps the call (tool-result clearing)."""
+    """The latest whole exchanges that fit (`most` of them at most); tool results older
+    than the last `keep_results` are cleared to one line that keeps the call
+    (tool-result clearing)."""
     groups = pairs(turns)
     tool_seen = 0
     chosen: list[list[dict[str, Any]]] = []
@@ -473,7 +494,7 @@ def _fit_tail(
             shown.append(turn)
         shown.reverse()
         cost = sum(tokens.count_cached(line) + 1 for line in render_group(shown))
-        if used + cost > allowance:
+        if used + cost > allowance or (most is not None and len(chosen) >= most):
             break
         used += cost
         chosen.insert(0, shown)

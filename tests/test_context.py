@@ -117,6 +117,34 @@ def test_budget_is_never_exceeded_and_critical_items_are_always_there(
         assert any(b.name == "state" for b in context.blocks)
 
 
+@pytest.mark.parametrize("budget", [900, 1200, 1500])
+def test_recall_fills_what_the_other_blocks_leave(root: Path, budget: int) -> None:
+    import re
+
+    from ccm.context import _day_and_text, _day_heading
+    from ccm.index import Index
+
+    store = Store(root)
+    query = "What did we decide about the duplicate rows and the import?"
+    context = assemble(store, "ledger-sync", budget, query)
+    blocks = {b.name: b for b in context.blocks}
+    assert "recall" in blocks and "tail" in blocks, "the latest exchange keeps its place"
+    shown = {item["turns"][0] for item in blocks["recall"].items if "turns" in item}
+    days = {item.get("day") for item in blocks["recall"].items}
+    found = re.search(r"Budget: \d+ tokens, (\d+) left", context.text())
+    assert found is not None
+    left = int(found.group(1))
+    with Index(store) as index:
+        hits = index.recall(query, "ledger-sync", exclude_after=context.tail[0]["turn"])
+    unshown = [h for h in hits if h.kind == "pair" and h.first_turn not in shown]
+    assert unshown, "the session holds more than fits"
+    # every exchange left out is one that could not have fitted in the room left over
+    for hit in unshown:
+        day, text = _day_and_text(hit)
+        heading = tokens.count_cached(_day_heading(day)) + 1 if day not in days else 0
+        assert tokens.count_cached(text) + 1 + heading > left
+
+
 def test_a_budget_too_small_for_the_critical_items_is_a_clear_error(root: Path) -> None:
     result = ccm(root, "context", "ledger-sync", "--budget", "60")
     assert result.exit_code == 2 and "cannot hold the critical items" in result.stderr
