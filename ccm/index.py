@@ -95,7 +95,8 @@ TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment ma
 TOPIC_HITS = 20
 SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
 DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
-NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of the better of its two neighbours
+NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, its square two away
+NEIGHBOUR_REACH = 2
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
@@ -669,9 +670,10 @@ class Index:
         * plus `SEMANTIC_WEIGHT` times its cosine similarity (the semantic extra);
         * times 1 + `SPEAKER_BOOST` when said by a person the query names, and times
           1 + `DATE_BOOST` when said on the day or in the month it names;
-        * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours: an answer
-          follows its question, and the fact asked about is often said just before or
-          after the turn whose words match.
+        * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours, or its square
+          times the better of the turns two away (`NEIGHBOUR_REACH`), whichever is more:
+          an answer follows its question, and the fact asked about is often said a
+          turn or two before or after the turn whose words match.
         """
         words = query_words(query)
         names = self.speakers_named(session, query)
@@ -691,7 +693,9 @@ class Index:
                 base[turn] = base.get(turn, 0.0) + SEMANTIC_WEIGHT * value
                 why[turn].append(f"similar in meaning ({value:.2f})")
         candidates = set(base)
-        near = {t for turn in candidates for t in (turn - 1, turn + 1) if t > 0} - candidates
+        reach = range(1, NEIGHBOUR_REACH + 1)
+        near = {t for turn in candidates for d in reach for t in (turn - d, turn + d) if t > 0}
+        near -= candidates
         if exclude_after is not None:
             near = {t for t in near if t < exclude_after}
         for turn in near:
@@ -719,7 +723,11 @@ class Index:
                 base[turn] *= 1 + DATE_BOOST
                 why[turn].append(f"said on {ts[:10]}")
         score = {
-            turn: value + NEIGHBOUR_WEIGHT * max(base.get(turn - 1, 0.0), base.get(turn + 1, 0.0))
+            turn: value
+            + max(
+                NEIGHBOUR_WEIGHT**d * max(base.get(turn - d, 0.0), base.get(turn + d, 0.0))
+                for d in reach
+            )
             for turn, value in base.items()
         }
         starts.update((turn, fact[0]) for turn, fact in facts.items())

@@ -477,6 +477,49 @@ def test_the_turns_next_to_a_hit_come_with_it(tmp_path: Path) -> None:
     assert all(answer.score > h.score for h in garden)
 
 
+def test_a_fact_said_two_turns_after_the_question_comes_before_the_chatter(
+    tmp_path: Path,
+) -> None:
+    from ccm.index import Index
+
+    texts = [
+        ("Ann", "Morning! The garden is full of weeds again."),
+        ("Bo", "Mine too. What will you bake for the village fair, Ann?"),
+        ("Ann", "Oh, I have been practising all month."),
+        ("Ann", "A lemon tart with thyme from my garden."),
+        ("Bo", "Sounds lovely."),
+        *[
+            ("Ann" if n % 2 else "Bo", f"Chat {n} about the weather and the weeds.")
+            for n in range(12)
+        ],
+    ]
+    sample = {
+        "sample_id": "fair",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": who, "dia_id": f"D1:{n + 1}", "text": text}
+                for n, (who, text) in enumerate(texts)
+            ],
+        },
+    }
+    source = tmp_path / "fair.json"
+    source.write_text(json.dumps([sample]))
+    store = Store(tmp_path / "root")
+    ingest(store, [source], session="fair")
+    with Index(store) as index:
+        index.update("fair")
+        hits = [
+            h for h in index.recall("What did Ann bake for the fair?", "fair") if h.kind == "pair"
+        ]
+    tart = next(n for n, h in enumerate(hits) if "lemon tart" in h.text)
+    assert "next to a hit" in hits[tart].why and "bake" not in hits[tart].text
+    chatter = [n for n, h in enumerate(hits) if "Chat " in h.text and "tart" not in h.text]
+    assert all(tart < n for n in chatter)
+
+
 def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -> None:
     store = _two_people(tmp_path)
     context = assemble(store, "ann-bo", 1200, "When did Ann and Bo go hiking?")
@@ -515,6 +558,15 @@ def test_ccm_recall_in_one_session_ranks_as_the_context_does_and_says_why(
     assert "said by Ann" in text.splitlines()[0]
     # a time filter keeps only what was said then
     june = ccm(
-        store.root, "recall", "hiking", "--session", "ann-bo", "--since", "2023-06-01", "--json"
+        store.root,
+        "recall",
+        "hiking",
+        "--session",
+        "ann-bo",
+        "--since",
+        "2023-06-01",
+        "--until",
+        "2023-06-30",
+        "--json",
     )
     assert {h["ts"][:7] for h in json.loads(june.stdout)["hits"]} == {"2023-06"}
