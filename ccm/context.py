@@ -37,7 +37,6 @@ SHARES: dict[str, dict[str, float]] = {
 }
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
-SAFETY_TOKENS = 32
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -294,7 +293,7 @@ def _assemble(
     manifest = Block("manifest", "Memory manifest")
     lines = _manifest_lines(tiers.manifest, tiers.working, tiers.open)
     allowance = min(MANIFEST_CAP, max(0, int(total * shares["manifest"])), budget.left)
-    reserve = tokens.count_cached("Budget: 000000 tokens, 000000 left.") + 1
+    reserve = tokens.count_cached(f"Budget: {total} tokens, {total} left.") + 1
     budget.take(_fill(manifest, [(line, None) for line in lines], max(0, allowance - reserve)))
     if manifest.lines:
         manifest.lines.append("")  # the budget line, written last
@@ -342,25 +341,11 @@ def _assemble(
     if manifest.lines:
         manifest.lines[-1] = f"Budget: {total} tokens, {max(0, budget.left)} left."
     blocks = [b for b in (critical, state, manifest, efforts, recall, tail) if b.lines]
-    context = Context(session, total, query, kind, reason, blocks, chosen)
-    # the parts were counted one by one; joined text can differ by a token or two, so the
-    # whole is counted only when the parts come close to the budget
-    if budget.used + SAFETY_TOKENS >= total:
-        while context.tokens > total and _drop_last(blocks):
-            pass
-    return context
-
-
-def _drop_last(blocks: list[Block]) -> bool:
-    for block in reversed(blocks):
-        if block.name in ("critical", "state"):
-            continue
-        if block.lines:
-            block.lines.pop()
-            if block.items:
-                block.items.pop()
-            return True
-    return False
+    # no need to count the whole again: each line was counted with one token more for
+    # its line break, and each block with two more for the blank line, and neither
+    # tokenizer (cl100k's BPE, or the estimate) joins pieces across a line break, so the
+    # sum of the parts is never below the count of the whole
+    return Context(session, total, query, kind, reason, blocks, chosen)
 
 
 def _effort_lines(

@@ -96,7 +96,7 @@ TOPIC_HITS = 20
 SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
 DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
 NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, its square two away
-NEIGHBOUR_REACH = 2
+NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
@@ -671,7 +671,8 @@ class Index:
         * times 1 + `SPEAKER_BOOST` when said by a person the query names, and times
           1 + `DATE_BOOST` when said on the day or in the month it names;
         * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours, or its square
-          times the better of the turns two away (`NEIGHBOUR_REACH`), whichever is more:
+          times the better of the turns two away, whichever is more (the neighbours of
+          the `NEIGHBOURS_OF` best turns are scored too):
           an answer follows its question, and the fact asked about is often said a
           turn or two before or after the turn whose words match.
         """
@@ -693,8 +694,10 @@ class Index:
                 base[turn] = base.get(turn, 0.0) + SEMANTIC_WEIGHT * value
                 why[turn].append(f"similar in meaning ({value:.2f})")
         candidates = set(base)
-        reach = range(1, NEIGHBOUR_REACH + 1)
-        near = {t for turn in candidates for d in reach for t in (turn - d, turn + d) if t > 0}
+        # what lies next to a weak turn would rank too low to be shown: only the best
+        # turns' neighbours are looked at
+        best = heapq.nlargest(NEIGHBOURS_OF, base, key=base.__getitem__)
+        near = {t for turn in best for t in (turn - 2, turn - 1, turn + 1, turn + 2) if t > 0}
         near -= candidates
         if exclude_after is not None:
             near = {t for t in near if t < exclude_after}
@@ -722,14 +725,13 @@ class Index:
             if when and when[0] <= ts <= when[1]:
                 base[turn] *= 1 + DATE_BOOST
                 why[turn].append(f"said on {ts[:10]}")
-        score = {
-            turn: value
-            + max(
-                NEIGHBOUR_WEIGHT**d * max(base.get(turn - d, 0.0), base.get(turn + d, 0.0))
-                for d in reach
-            )
-            for turn, value in base.items()
-        }
+        get = base.get
+        one, two = NEIGHBOUR_WEIGHT, NEIGHBOUR_WEIGHT**2
+        score = {}
+        for turn, value in base.items():
+            beside = max(get(turn - 1, 0.0), get(turn + 1, 0.0))
+            apart = max(get(turn - 2, 0.0), get(turn + 2, 0.0))
+            score[turn] = value + max(one * beside, two * apart)
         starts.update((turn, fact[0]) for turn, fact in facts.items())
         exchange: dict[int, tuple[float, int]] = {}  # first turn -> (score, best turn)
         for turn, value in score.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccm import tokens
@@ -89,5 +89,24 @@ def test_cached_count_follows_the_method() -> None:
         assert tokens.count_cached(text) == tokens.estimate_tokens(text)
         long = "word " * 5000  # beyond the cache's size limit: counted each time
         assert tokens.count_cached(long) == tokens.estimate_tokens(long)
+    finally:
+        tokens.set_method("bpe")
+
+
+LINE = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=60
+)
+
+
+@settings(max_examples=300)
+@given(lines=st.lists(LINE, min_size=1, max_size=8), method=st.sampled_from(["bpe", "estimate"]))
+def test_lines_joined_by_line_breaks_never_count_more_than_their_parts(
+    lines: list[str], method: str
+) -> None:
+    """What context assembly relies on to never count the whole context again."""
+    tokens.set_method(method)
+    try:
+        parts = sum(tokens.count_tokens(line) + 1 for line in lines)
+        assert tokens.count_tokens("\n".join(lines)) <= parts
     finally:
         tokens.set_method("bpe")
