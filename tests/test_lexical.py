@@ -168,3 +168,33 @@ def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     ours = set().union(*(lexical.term_counts(text) for text in texts))
     assert len(fts5) > 1000
     assert len(fts5 ^ ours) <= 0.005 * len(fts5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+        min_size=1,
+        max_size=400,
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4, unique=True),
+    limit=st.integers(1, 50),
+    exclude=st.one_of(st.none(), st.integers(1, 400)),
+)
+def test_the_top_turns_are_the_best_of_all_ties_included(
+    texts: list[str], query: list[str], limit: int, exclude: int | None
+) -> None:
+    """The best `limit` turns are picked from those above a sampled floor, not from a
+    partition of every score: they are still the first `limit` of every matching turn
+    sorted by score, then turn (short turns from few words tie often)."""
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    scores = _reference(texts, query)
+    ranked = sorted(
+        (turn for turn in scores if exclude is None or turn < exclude),
+        key=lambda turn: (-scores[turn], turn),
+    )
+    found = postings.search("s", lexical.stems(query), limit, exclude_after=exclude)
+    assert [hit.turn for hit in found] == ranked[:limit]
+    for hit in found:
+        assert math.isclose(hit.score, scores[hit.turn], rel_tol=1e-9)
