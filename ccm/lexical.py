@@ -332,9 +332,11 @@ class Postings:
         norm = K1 * (1 - B + B * sizes / (float(sizes.mean()) or 1.0))
         total = np.zeros(len(firsts))
         for array in lists.values():
-            where = np.searchsorted(firsts, array["turn"], side="right") - 1
-            inside = where >= 0
-            tf = np.bincount(where[inside], weights=array["tf"][inside], minlength=len(firsts))
+            # a list is in turn order: a segment's postings are a slice of it, and its
+            # term frequency a difference of running sums (no pass over the list per segment)
+            running = np.concatenate(([0], np.cumsum(array["tf"], dtype=np.int64)))
+            starts = np.searchsorted(array["turn"], firsts)
+            tf = (running[np.append(starts[1:], len(array))] - running[starts]).astype(np.float64)
             df = int(np.count_nonzero(tf))
             if df:
                 total += _idf(len(firsts), df) * tf * (K1 + 1) / (tf + norm)

@@ -198,3 +198,39 @@ def test_the_top_turns_are_the_best_of_all_ties_included(
     assert [hit.turn for hit in found] == ranked[:limit]
     for hit in found:
         assert math.isclose(hit.score, scores[hit.turn], rel_tol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=turn_texts,
+    cuts=st.sets(st.integers(1, 40), min_size=1, max_size=8),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
+)
+def test_topics_are_segment_bm25(texts: list[str], cuts: set[int], query: list[str]) -> None:
+    """A segment scores as one document of all its turns: its terms' frequencies summed,
+    its length its turn count times the mean turn length (turns before the first
+    segment belong to none)."""
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    firsts = sorted(cut for cut in cuts if cut <= len(texts)) or [1]
+    postings.set_segments("s", firsts)
+    docs = [text.split() for text in texts]
+    avgdl = sum(map(len, docs)) / len(docs)
+    spans = list(zip(firsts, [*(f - 1 for f in firsts[1:]), len(texts)], strict=True))
+    sizes = [(last - first + 1) * avgdl for first, last in spans]
+    expected: dict[tuple[int, int], float] = {}
+    for term in query:
+        tfs = [sum(doc.count(term) for doc in docs[first - 1 : last]) for first, last in spans]
+        df = sum(tf > 0 for tf in tfs)
+        if not df:
+            continue
+        idf = math.log((len(spans) - df + 0.5) / (df + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        for span, tf, size in zip(spans, tfs, sizes, strict=True):
+            if tf:
+                norm = 1.2 * (1 - 0.75 + 0.75 * size / (sum(sizes) / len(sizes)))
+                expected[span] = expected.get(span, 0.0) + idf * tf * 2.2 / (tf + norm)
+    found = postings.topics("s", lexical.stems(query), len(spans))
+    assert {(first, last) for first, last, _ in found} == set(expected)
+    for first, last, score in found:
+        assert math.isclose(score, expected[(first, last)], rel_tol=1e-9)
