@@ -87,7 +87,8 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 9
+VERSION = 10
+MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
@@ -220,6 +221,9 @@ class Index:
                 db.close()
                 self.path.unlink()
                 db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            # read the file through memory (up to SQLite's limit): the posting lists of a
+            # large session are megabytes a query
+            db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             db.executescript(SCHEMA)
             self._postings = lexical.Postings(db)
             db.execute(f"PRAGMA user_version={VERSION}")

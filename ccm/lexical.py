@@ -35,13 +35,14 @@ import snowballstemmer
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS postings(
+    id INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
     term TEXT NOT NULL,
     block INTEGER NOT NULL,
     size INTEGER NOT NULL,
     data BLOB NOT NULL,
-    PRIMARY KEY(session, term, block)
-) WITHOUT ROWID;
+    UNIQUE(session, term, block)
+);
 CREATE INDEX IF NOT EXISTS postings_by_term ON postings(term);
 CREATE TABLE IF NOT EXISTS pending(
     term TEXT NOT NULL,
@@ -205,22 +206,19 @@ class Postings:
 
     def _append(self, session: str, term: str, block: np.ndarray) -> None:
         tail = self.db.execute(
-            "SELECT block, size FROM postings WHERE session=? AND term=? ORDER BY block DESC",
+            "SELECT id, block, size FROM postings WHERE session=? AND term=? ORDER BY block DESC",
             (session, term),
         ).fetchall()
-        number = tail[0][0] + 1 if tail else 0
+        number = tail[0][1] + 1 if tail else 0
         parts = [block]
         size = len(block)
         # merge while the older block is no more than twice the newer: O(log n) blocks
-        for old_number, old_size in tail:
+        for rowid, old_number, old_size in tail:
             if old_size > 2 * size:
                 break
-            key = (session, term, old_number)
-            blob = self.db.execute(
-                "SELECT data FROM postings WHERE session=? AND term=? AND block=?", key
-            ).fetchone()[0]
-            self.db.execute("DELETE FROM postings WHERE session=? AND term=? AND block=?", key)
-            parts.append(np.frombuffer(blob, dtype=POSTING))
+            with self.db.blobopen("postings", "data", rowid, readonly=True) as blob:
+                parts.append(np.frombuffer(blob.read(), dtype=POSTING))
+            self.db.execute("DELETE FROM postings WHERE id=?", (rowid,))
             number, size = old_number, size + old_size
         data = parts[0] if len(parts) == 1 else np.concatenate(parts[::-1])
         self.db.execute(
@@ -248,17 +246,20 @@ class Postings:
         for term in terms:
             rows = (
                 self.db.execute(
-                    "SELECT session, data FROM postings WHERE session=? AND term=? ORDER BY block",
+                    "SELECT session, id FROM postings WHERE session=? AND term=? ORDER BY block",
                     (session, term),
                 )
                 if session is not None
                 else self.db.execute(
-                    "SELECT session, data FROM postings WHERE term=? ORDER BY session, block",
+                    "SELECT session, id FROM postings WHERE term=? ORDER BY session, block",
                     (term,),
                 )
-            )
-            for name, blob in rows:
-                found.setdefault(name, {}).setdefault(term, []).append(blob)
+            ).fetchall()
+            for name, rowid in rows:
+                # a blob read as a blob: a SELECT of a list of a megabyte or more costs
+                # ten times as much (its value is built, then copied, page by page)
+                with self.db.blobopen("postings", "data", rowid, readonly=True) as blob:
+                    found.setdefault(name, {}).setdefault(term, []).append(blob.read())
             waiting = (
                 self.db.execute(
                     "SELECT session, turn, pair, tf, length FROM pending "
