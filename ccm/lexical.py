@@ -277,7 +277,10 @@ class Postings:
                 newest = np.array([r[1:] for r in waiting if r[0] == name], dtype=POSTING)
                 found.setdefault(name, {}).setdefault(term, []).append(newest.tobytes())
         return {
-            name: {t: np.frombuffer(b"".join(blobs), dtype=POSTING) for t, blobs in held.items()}
+            name: {
+                t: np.frombuffer(blobs[0] if len(blobs) == 1 else b"".join(blobs), dtype=POSTING)
+                for t, blobs in held.items()
+            }
             for name, held in found.items()
         }
 
@@ -379,7 +382,7 @@ def _bm25(lists: dict[str, np.ndarray], docs: int, avgdl: float) -> tuple[np.nda
         norm = K1 * (1 - B + B * array["length"] / avgdl)
         weights.append(_idf(docs, len(array)) * tf * (K1 + 1) / (tf + norm))
         turns.append(array["turn"])
-    return np.concatenate(turns).astype(np.int64), np.concatenate(weights)
+    return np.concatenate(turns, dtype=np.int64), np.concatenate(weights)
 
 
 def _floor(scores: np.ndarray, limit: int) -> float:
@@ -411,20 +414,26 @@ def _best(
     floor = _floor(scores, limit)
     best = np.flatnonzero(scores >= floor if floor > 0 else scores > 0)
     best = best[np.lexsort((best, -scores[best]))][:limit]
-    held: dict[str, np.ndarray] = {}
+    held: list[list[bool]] = []
     pair = np.zeros(len(best), dtype=np.int64)
-    for term, array in lists.items():  # which terms each turn holds, and its exchange
-        turns_of = np.ascontiguousarray(array["turn"])
+    start = 0
+    for array in lists.values():  # which terms each turn holds, and its exchange
+        turns_of = turns[start : start + len(array)]  # this list's turns, contiguous
+        start += len(array)
         at = np.minimum(np.searchsorted(turns_of, best), len(turns_of) - 1)
-        held[term] = turns_of[at] == best
-        pair[held[term]] = array["pair"][at[held[term]]]
+        inside = turns_of[at] == best
+        pair[inside] = array["pair"][at[inside]]
+        held.append(inside.tolist())
+    names = list(lists)
     return [
         TurnHit(
             session,
-            int(turn),
-            int(pair[i]),
-            float(scores[turn]),
-            tuple(term for term, mask in held.items() if mask[i]),
+            turn,
+            exchange,
+            score,
+            tuple(term for term, mask in zip(names, held, strict=True) if mask[i]),
         )
-        for i, turn in enumerate(best)
+        for i, (turn, exchange, score) in enumerate(
+            zip(best.tolist(), pair.tolist(), scores[best].tolist(), strict=True)
+        )
     ]
