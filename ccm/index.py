@@ -72,7 +72,9 @@ WHEN old.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
-CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
+-- covering: recall looks up the exchange, speaker and time of hundreds of scattered turns
+-- a query; from the index alone, that is a sixth of the time of a row read for each
+CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn, pair, speaker, ts);
 CREATE TABLE IF NOT EXISTS vectors(
     unit INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
