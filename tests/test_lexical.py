@@ -234,3 +234,30 @@ def test_topics_are_segment_bm25(texts: list[str], cuts: set[int], query: list[s
     assert {(first, last) for first, last, _ in found} == set(expected)
     for first, last, score in found:
         assert math.isclose(score, expected[(first, last)], rel_tol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(1, 40_000),
+    most_tf=st.integers(1, 8),
+    longest=st.integers(1, 300),
+    outlier=st.booleans(),
+    avgdl=st.floats(1.0, 5000.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_weights_from_the_table_are_the_formula_to_the_bit(
+    size: int, most_tf: int, longest: int, outlier: bool, avgdl: float, seed: int
+) -> None:
+    """Long lists take their weights from a table of (tf, length) pairs (with a very
+    long turn, the table would be too big: the formula itself), the same bits."""
+    rng = np.random.default_rng(seed)
+    array = np.zeros(size, dtype=lexical.POSTING)
+    array["tf"] = rng.integers(1, most_tf + 1, size)
+    array["length"] = rng.integers(1, longest + 1, size)
+    if outlier:
+        array["tf"][-1], array["length"][0] = 0xFFFF, 0xFFFF
+    idf = float(rng.uniform(1e-6, 12))
+    tf = array["tf"].astype(np.float64)
+    norm = 1.2 * (1 - 0.75 + 0.75 * array["length"] / avgdl)
+    expected = idf * tf * 2.2 / (tf + norm)
+    assert lexical._weights(array, idf, avgdl).tobytes() == expected.tobytes()
