@@ -1,6 +1,7 @@
 """Benchmark the recall index and context assembly on a generated session.
 
     .venv/bin/python benchmarks/recall.py [--turns 100000] [--seed 0] [--json] [--recall-only]
+                                          [--keep DIR]
 
 Measures, in this process, on one session of `--turns` turns from
 `benchmarks.generate` (imported without deriving):
@@ -14,6 +15,11 @@ Targets from the recall issue (reported, never enforced): context assembly <= 5 
 10k-turn session; recall p50 <= 20 ms over 1M turns (``--turns 1000000 --recall-only``:
 deriving the tiers of a 1M-turn session takes longer than the rest; without them recall
 has no segments, so its topic ranking, a pass over the same posting lists, is left out).
+
+``--keep DIR`` builds the session and its root in DIR and leaves them there; a later run
+with the same DIR, turns and seed reuses them, so recall is measured again without the
+minutes a 1M-turn build takes (the index build figure is then that of an update that
+finds nothing new, unless the index format changed and it rebuilt itself).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -53,11 +60,17 @@ def _ms(values: list[float]) -> tuple[float, float]:
 
 def measure(turns: int, seed: int, work: Path, recall_only: bool = False) -> dict[str, Any]:
     source = work / "session.jsonl"
-    write_session(source, turns, seed=seed)
     store = Store(work / "root")
-    store.root.mkdir(parents=True)
-    (store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
-    ingest(store, [str(source)], session=SESSION)
+    stamp = work / "built.json"
+    wanted = {"turns": turns, "seed": seed}
+    if not (stamp.exists() and json.loads(stamp.read_text()) == wanted):
+        if store.root.exists():
+            shutil.rmtree(store.root)
+        write_session(source, turns, seed=seed)
+        store.root.mkdir(parents=True)
+        (store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
+        ingest(store, [str(source)], session=SESSION)
+        stamp.write_text(json.dumps(wanted))
     derived = None if recall_only else derive.update(store, SESSION)
 
     index = Index(store)
@@ -126,9 +139,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="index and recall only: no tiers derived (fast at 1M turns), no context figures",
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="build in DIR and keep it; a later run with the same DIR, turns and seed reuses it",
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="ccm-recall-bench-") as tmp:
-        result = measure(args.turns, args.seed, Path(tmp), args.recall_only)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        result = measure(args.turns, args.seed, args.keep, args.recall_only)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ccm-recall-bench-") as tmp:
+            result = measure(args.turns, args.seed, Path(tmp), args.recall_only)
     if args.json:
         print(json.dumps(result))
         return

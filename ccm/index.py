@@ -72,7 +72,9 @@ WHEN old.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(units_fts, rowid, text, tag) VALUES ('delete', old.id, old.text, old.tag);
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
-CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn);
+-- covering: recall looks up the exchange, speaker and time of hundreds of scattered turns
+-- a query; from the index alone, that is a sixth of the time of a row read for each
+CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn, pair, speaker, ts);
 CREATE TABLE IF NOT EXISTS vectors(
     unit INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
@@ -87,7 +89,8 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 9
+VERSION = 10
+MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
@@ -214,6 +217,9 @@ class Index:
                 db.close()
                 self.path.unlink()
                 db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            # read the file through memory (up to SQLite's limit): the posting lists of a
+            # large session are megabytes a query
+            db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             db.executescript(SCHEMA)
             self._postings = lexical.Postings(db)
             db.execute(f"PRAGMA user_version={VERSION}")

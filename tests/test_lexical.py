@@ -168,3 +168,96 @@ def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     ours = set().union(*(lexical.term_counts(text) for text in texts))
     assert len(fts5) > 1000
     assert len(fts5 ^ ours) <= 0.005 * len(fts5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+        min_size=1,
+        max_size=400,
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4, unique=True),
+    limit=st.integers(1, 50),
+    exclude=st.one_of(st.none(), st.integers(1, 400)),
+)
+def test_the_top_turns_are_the_best_of_all_ties_included(
+    texts: list[str], query: list[str], limit: int, exclude: int | None
+) -> None:
+    """The best `limit` turns are picked from those above a sampled floor, not from a
+    partition of every score: they are still the first `limit` of every matching turn
+    sorted by score, then turn (short turns from few words tie often)."""
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    scores = _reference(texts, query)
+    ranked = sorted(
+        (turn for turn in scores if exclude is None or turn < exclude),
+        key=lambda turn: (-scores[turn], turn),
+    )
+    found = postings.search("s", lexical.stems(query), limit, exclude_after=exclude)
+    assert [hit.turn for hit in found] == ranked[:limit]
+    for hit in found:
+        assert math.isclose(hit.score, scores[hit.turn], rel_tol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=turn_texts,
+    cuts=st.sets(st.integers(1, 40), min_size=1, max_size=8),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
+)
+def test_topics_are_segment_bm25(texts: list[str], cuts: set[int], query: list[str]) -> None:
+    """A segment scores as one document of all its turns: its terms' frequencies summed,
+    its length its turn count times the mean turn length (turns before the first
+    segment belong to none)."""
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    firsts = sorted(cut for cut in cuts if cut <= len(texts)) or [1]
+    postings.set_segments("s", firsts)
+    docs = [text.split() for text in texts]
+    avgdl = sum(map(len, docs)) / len(docs)
+    spans = list(zip(firsts, [*(f - 1 for f in firsts[1:]), len(texts)], strict=True))
+    sizes = [(last - first + 1) * avgdl for first, last in spans]
+    expected: dict[tuple[int, int], float] = {}
+    for term in query:
+        tfs = [sum(doc.count(term) for doc in docs[first - 1 : last]) for first, last in spans]
+        df = sum(tf > 0 for tf in tfs)
+        if not df:
+            continue
+        idf = math.log((len(spans) - df + 0.5) / (df + 0.5))
+        idf = idf if idf > 0 else 1e-6
+        for span, tf, size in zip(spans, tfs, sizes, strict=True):
+            if tf:
+                norm = 1.2 * (1 - 0.75 + 0.75 * size / (sum(sizes) / len(sizes)))
+                expected[span] = expected.get(span, 0.0) + idf * tf * 2.2 / (tf + norm)
+    found = postings.topics("s", lexical.stems(query), len(spans))
+    assert {(first, last) for first, last, _ in found} == set(expected)
+    for first, last, score in found:
+        assert math.isclose(score, expected[(first, last)], rel_tol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(1, 40_000),
+    most_tf=st.integers(1, 8),
+    longest=st.integers(1, 300),
+    outlier=st.booleans(),
+    avgdl=st.floats(1.0, 5000.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_weights_from_the_table_are_the_formula_to_the_bit(
+    size: int, most_tf: int, longest: int, outlier: bool, avgdl: float, seed: int
+) -> None:
+    """Long lists take their weights from a table of (tf, length) pairs (with a very
+    long turn, the table would be too big: the formula itself), the same bits."""
+    rng = np.random.default_rng(seed)
+    array = np.zeros(size, dtype=lexical.POSTING)
+    array["tf"] = rng.integers(1, most_tf + 1, size)
+    array["length"] = rng.integers(1, longest + 1, size)
+    if outlier:
+        array["tf"][-1], array["length"][0] = 0xFFFF, 0xFFFF
+    idf = float(rng.uniform(1e-6, 12))
+    tf = array["tf"].astype(np.float64)
+    norm = 1.2 * (1 - 0.75 + 0.75 * array["length"] / avgdl)
+    expected = idf * tf * 2.2 / (tf + norm)
+    assert lexical._weights(array, idf, avgdl).tobytes() == expected.tobytes()
