@@ -37,6 +37,7 @@ SHARES: dict[str, dict[str, float]] = {
 }
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
+MIN_EXCHANGE_TOKENS = 20
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -322,7 +323,9 @@ def _assemble(
 
     recall = Block("recall", "Recalled from memory")
     if kind != "casual" and query:
-        hits = index.recall(query, session, exclude_after=tail_first)
+        # as many exchanges as could fit were each as short as a chat turn or two
+        limit = max(20, budget.left // MIN_EXCHANGE_TOKENS)
+        hits = index.recall(query, session, exclude_after=tail_first, limit=limit)
         budget.take(_fill_recall(recall, hits, budget.left))
 
     if budget.left > 0 and len(chosen) < len(tail_turns):

@@ -744,12 +744,15 @@ class Index:
             first = starts.get(turn)
             if first is not None and value > exchange.get(first, (0.0, 0))[0]:
                 exchange[first] = (value, turn)
-        for first, last, value in spans:  # the rest of the best topics, on their score
+        if spans:  # the rest of the best topics' exchanges, on their topic's score
+            end = exclude_after - 1 if exclude_after is not None else None
+            bounds = [(first, last if end is None else min(last, end)) for first, last, _ in firsts]
+            ranges = " OR ".join("first_turn BETWEEN ? AND ?" for _ in bounds)
             for (start,) in self.db.execute(
-                "SELECT first_turn FROM units WHERE session=? AND kind='pair' "
-                "AND first_turn BETWEEN ? AND ?",
-                (session, first, last if exclude_after is None else min(last, exclude_after - 1)),
+                f"SELECT first_turn FROM units WHERE session=? AND kind='pair' AND ({ranges})",
+                (session, *(n for pair in bounds for n in pair)),
             ):
+                value = firsts[bisect.bisect_right(keys, start) - 1][2]
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
         ranked = heapq.nsmallest(limit, exchange.items(), key=lambda item: (-item[1][0], item[0]))
         rows = self._exchanges(session, [first for first, _ in ranked])
