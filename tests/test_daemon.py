@@ -390,3 +390,38 @@ def test_the_index_waits_while_appends_keep_coming_but_not_for_long(
             "the last line in the index",
         )
     assert equals_rebuild(root, "ledger-sync")
+
+
+def test_while_following_the_manifest_waits_for_the_index_and_is_then_written(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update while following writes working.yaml and open.yaml (their size does not
+    grow with the session) and leaves the manifest, which grows, to the index's turn
+    (`index_pending`, once appends pause); an engine dropped from memory (past
+    `MAX_ENGINES`) writes its manifest first. Every file then equals a rebuild."""
+    monkeypatch.setattr(ccm_daemon, "MAX_ENGINES", 2)
+    store = Store(root)
+    daemon = Daemon(store)
+    daemon.catch_up()
+    daemon.index_later = True
+    folder = root / "chats" / "ledger-sync"
+    manifest = (folder / "manifest.yaml").read_bytes()
+    append(store, "ledger-sync", ["Never run migrations on a Friday afternoon."])
+    daemon.update("ledger-sync")
+    assert "Friday afternoon" in (folder / "working.yaml").read_text()
+    assert (folder / "manifest.yaml").read_bytes() == manifest  # waits
+    assert set(daemon.index_due) == {"ledger-sync"}
+    daemon.index_pending()
+    assert not daemon.index_due
+    assert (folder / "manifest.yaml").read_bytes() != manifest
+    assert equals_rebuild(root, "ledger-sync")
+
+    append(store, "ledger-sync", ["Always tag releases from main."])
+    daemon.update("ledger-sync")  # waits, then three sessions in memory: it is dropped
+    daemon.update("deploy-checklist")
+    daemon.update("reading-notes")
+    assert "ledger-sync" not in daemon.engines
+    assert equals_rebuild(root, "ledger-sync")
+    daemon.index_pending()
+    for session in store.sessions():
+        assert equals_rebuild(root, session), session

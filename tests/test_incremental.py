@@ -126,9 +126,25 @@ EVENTS = [
 ]
 
 
+def _rebuilt_elsewhere(store: Store, mirror: Path) -> dict[str, str]:
+    """What `ccm rebuild` makes of the session's logs, rebuilt in a copy of the root (the
+    files of `store` are left as they are)."""
+    shutil.rmtree(mirror, ignore_errors=True)
+    derived_files = [name for name, _ in derive.FILES]
+    shutil.copytree(store.root, mirror, ignore=shutil.ignore_patterns(".ccm", *derived_files))
+    return derive.tiers_yaml(derive.Engine(Store(mirror), "chat").update(rebuild=True).tiers)
+
+
 def _live_equals_rebuild(
-    base: Path, turns: list[dict[str, str]], bounds: list[int], picks: list[int], fast: bool = True
+    base: Path,
+    turns: list[dict[str, str]],
+    bounds: list[int],
+    picks: list[int],
+    fast: bool = True,
+    later: list[int] | None = None,
 ) -> None:
+    """`later[step]`: 0, the engine writes every file; 1, it leaves the manifest for
+    later; 2, it leaves it and then writes it (`Engine.write_later`)."""
     (base / "root").mkdir()
     if fast:
         (base / "root" / "config.yaml").write_text(  # short segments, a fast lifecycle
@@ -140,6 +156,7 @@ def _live_equals_rebuild(
     folder = store.session_dir("chat")
     engine: derive.Engine | None = None
     index = Index(store)
+    manifest_written: bytes | None = None
     for step, bound in enumerate(bounds):
         _write(source, turns[:bound])
         ingest(store, [str(source)], derive=False)
@@ -151,16 +168,28 @@ def _live_equals_rebuild(
             if event["kind"] != "undo" or earlier:
                 store.append_events("chat", [{"who": "user", **event}])
         engine = engine or derive.Engine(store, "chat")
-        derived = engine.update(save=False, durable=False)
+        mode = later[step] if later and step < len(later) else 0
+        derived = engine.update(save=False, durable=False, later=mode > 0)
+        if mode == 2:
+            engine.write_later(durable=False)
         live = derive.tiers_yaml(derived.tiers)
         written = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
-        fresh = derive.tiers_yaml(derive.Engine(store, "chat").update(rebuild=True).tiers)
+        fresh = _rebuilt_elsewhere(store, base / "mirror")
         assert live == fresh
         # what the long-lived engine wrote (encoded in runs, compared with what it
-        # remembered) is what a rebuild writes
-        assert written == {name: text.encode() for name, text in fresh.items()}
+        # remembered) is what a rebuild writes; a manifest left for later is the one
+        # written before, untouched
+        expected = {name: text.encode() for name, text in fresh.items()}
+        if engine.manifest_due is not None:
+            expected["manifest.yaml"] = manifest_written  # type: ignore[assignment]
+        assert written == expected
+        manifest_written = written["manifest.yaml"]
         index.update("chat", derived.tiers.manifest)  # the daemon's long-lived index
     assert engine is not None
+    engine.write_later(durable=False)
+    assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == {
+        name: text.encode() for name, text in _rebuilt_elsewhere(store, base / "mirror").items()
+    }
     kept = _units(index)
     index.close()
     with Index(Store(base / "root")) as rebuilt:  # the same file, from scratch
@@ -191,14 +220,20 @@ def _units(index: Index) -> list[object]:
     turns=sessions(),
     cuts=st.lists(st.integers(1, 59), max_size=6),
     picks=st.lists(st.integers(0, len(EVENTS) - 1), max_size=6),
+    later=st.lists(st.integers(0, 2), max_size=7),
 )
 def test_a_long_lived_engine_renders_what_a_rebuild_renders(
-    tmp_path_factory, turns: list[dict[str, str]], cuts: list[int], picks: list[int]
+    tmp_path_factory,
+    turns: list[dict[str, str]],
+    cuts: list[int],
+    picks: list[int],
+    later: list[int],
 ) -> None:
     """The daemon's path: one Engine kept in memory, reusing the manifest entries of
-    closed segments between updates, while turns and events arrive."""
+    closed segments between updates, while turns and events arrive; the manifest is
+    now and then left for later, as while appends keep coming, and written after."""
     bounds = sorted({c for c in cuts if c < len(turns)} | {len(turns)})
-    _live_equals_rebuild(tmp_path_factory.mktemp("live"), turns, bounds, picks)
+    _live_equals_rebuild(tmp_path_factory.mktemp("live"), turns, bounds, picks, later=later)
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-lifecycle", "default-config"])
@@ -223,7 +258,8 @@ def test_a_long_lived_engine_follows_every_event_kind(tmp_path: Path, fast: bool
         turn["ts"] = str(clock)
     bounds = [*range(20, len(turns), 2), len(turns)]
     picks = [n // 3 % len(EVENTS) if n % 3 == 0 else -1 for n in range(len(bounds))]
-    _live_equals_rebuild(tmp_path, turns, bounds, picks, fast)
+    later = [n % 4 % 3 for n in range(len(bounds))]  # now, later, later and written, now
+    _live_equals_rebuild(tmp_path, turns, bounds, picks, fast, later)
 
 
 def test_render_cache_sees_a_superseded_critical_item(tmp_path: Path) -> None:
