@@ -347,14 +347,64 @@ def test_the_render_cache_finds_every_changed_segment(
     from ccm.engine.render import RenderCache
     from ccm.yamlio import Frozen
 
-    cache = RenderCache()
+    caches = [RenderCache(), RenderCache()]
     segments = [{"id": f"seg_{n + 1}", "rev": 0} for n in range(count)]
-    for n in range(count):
-        cache.record(n, (0, expiries[n], (), Frozen()))
+    for cache in caches:
+        for n in range(count):
+            cache.record(n, (0, expiries[n], (), Frozen()))
     for n in bumps:
         if n < count:
             segments[n]["rev"] += 1
     expected = {n for n in bumps if n < count} | {
         n for n in range(count) if expiries[n] <= last_turn
     }
-    assert cache.changed(segments, last_turn) == sorted(expected)
+    assert caches[0].changed(segments, last_turn) == sorted(expected)
+    # told which revs the fold bumped (a segment closed since the last render too)
+    closed = [*segments, {"id": "seg_new", "rev": 0}]
+    assert caches[1].changed(closed, last_turn, [*bumps, count]) == sorted(expected)
+
+
+def test_the_render_cache_reads_the_bumps_the_fold_noted() -> None:
+    """The fold notes the segments whose rev it bumped; a renderer that saw `bumps` of
+    them learns the newer ones, or that it must compare every rev when the note does not
+    reach back so far."""
+    from ccm.engine.fold import BUMPS_KEPT, _bump
+    from ccm.engine.render import RenderCache
+
+    state = new_state("s")
+    state["segments"] = [{"id": f"seg_{n + 1}", "rev": 0} for n in range(4)]
+    cache = RenderCache()
+    assert cache.bumped_since(state) is None  # never rendered
+    cache.bumps = state["bumps"]
+    assert cache.bumped_since(state) == []
+    _bump(state, 2)
+    _bump(state, 0)
+    assert cache.bumped_since(state) == [2, 0]
+    assert [s["rev"] for s in state["segments"]] == [1, 0, 1, 0]
+    for _ in range(BUMPS_KEPT):
+        _bump(state, 1)
+    assert len(state["bumped"]) == BUMPS_KEPT and cache.bumped_since(state) is None
+    cache.bumps = state["bumps"] - 3
+    assert cache.bumped_since(state) == [1, 1, 1]
+
+
+def test_the_render_cache_keeps_each_efforts_segments_as_a_growing_frozen_list() -> None:
+    """An effort's segment list only grows at its end: its FrozenList is extended (its
+    YAML reused), and made anew when the list is not the one it knew (a rebuilt state)."""
+    from ccm.engine.render import RenderCache
+    from ccm.yamlio import FrozenList
+
+    cache = RenderCache()
+    effort = {"id": "effort_1", "segments": ["seg_1", "seg_2"]}
+    first = cache.refs(effort)
+    assert type(first) is FrozenList and first == ["seg_1", "seg_2"]
+    assert cache.refs(effort) is first  # unchanged: the same list
+    effort["segments"].append("seg_5")
+    longer = cache.refs(effort)
+    assert longer == ["seg_1", "seg_2", "seg_5"] and longer._base is first
+    assert cache.refs({"id": "effort_1", "segments": ["seg_1", "seg_3", "seg_4"]}) == [
+        "seg_1",
+        "seg_3",
+        "seg_4",
+    ]
+    assert cache.refs({"id": "effort_1", "segments": ["seg_1"]}) == ["seg_1"]
