@@ -408,3 +408,24 @@ def test_the_render_cache_keeps_each_efforts_segments_as_a_growing_frozen_list()
         "seg_4",
     ]
     assert cache.refs({"id": "effort_1", "segments": ["seg_1"]}) == ["seg_1"]
+
+
+@given(
+    count=st.integers(0, 200),
+    more=st.integers(0, 70),
+    replaced=st.lists(st.integers(0, 269), max_size=8),
+)
+def test_the_index_finds_the_manifest_entries_that_are_not_the_ones_it_saw(
+    count: int, more: int, replaced: list[int]
+) -> None:
+    """The daemon's index skips the entries that are the very objects it saw at the same
+    place: compared a block at a time, it names the others, in order."""
+    from ccm.index import _not_the_same
+
+    old = [{"id": f"seg_{n + 1}"} for n in range(count)]
+    new = [*old, *({"id": f"seg_{n + 1}"} for n in range(count, count + more))]
+    for n in replaced:
+        if n < len(new):
+            new[n] = dict(new[n])
+    expected = [s for n, s in enumerate(new) if n >= len(old) or old[n] is not s]
+    assert _not_the_same(new, old) == expected
