@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import RenderCache, Tiers, render
-from ccm.store import Cursor, Signature, Store, atomic_write
+from ccm.store import Cursor, Signature, Store, atomic_write, signature
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,8 @@ class Engine:
         # is written; None: the newest three)
         self.manifest_due: dict[str, Any] | None = None
         self.manifest_segments: int | None = None
+        # the events, config and tiers of the last render
+        self.last: tuple[list[dict[str, Any]], Any, Tiers] | None = None
 
     def _fresh_start(self, params: Params, rebuild: bool) -> bool:
         """Load the cache (or start empty); True when the state is built from scratch."""
@@ -177,6 +180,12 @@ class Engine:
         events, bad_events, _ = store.read_events(session)
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
+        if not turns and not rebuilt and self._unchanged(events, config, later):
+            assert self.last is not None
+            if save:
+                _save_cache(store, session, params, self.state, self.cursor)
+            return Derived(session, 0, False, [], self.last[2], self.state, events)
+        self.last = None  # until the files are written
         tiers = render(self.state, events, config, self.render_cache)
         self.manifest_due = tiers.manifest if later and not rebuilt else None
         written = _write(
@@ -192,9 +201,29 @@ class Engine:
         )
         if self.manifest_due is None:
             self.manifest_segments = len(tiers.manifest["segments"])
+        self.last = (events, config, tiers)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
+
+    def _unchanged(self, events: list[dict[str, Any]], config: Any, later: bool) -> bool:
+        """True when nothing was folded since the last render and its events and config
+        are the same: the tiers are those of the last render. Its files must also be
+        the ones this engine wrote (same signature), and the manifest may stay due only
+        if it is due and `later`: otherwise the files are written as after a change."""
+        if self.last is None or self.last[1] is not config or self.last[0] != events:
+            return False
+        if self.manifest_due is not None and not later:
+            return False
+        folder = self.store.session_dir(self.session)
+        for name, _ in FILES:
+            known = self.known.get(name)
+            try:
+                if known is None or signature(os.stat(folder / name)) != known[0]:
+                    return False
+            except FileNotFoundError:
+                return False
+        return True
 
     def write_later(self, durable: bool = True) -> list[str]:
         """Write the manifest the last update left for later, if it did; returns the

@@ -429,3 +429,47 @@ def test_the_index_finds_the_manifest_entries_that_are_not_the_ones_it_saw(
             new[n] = dict(new[n])
     expected = [s for n, s in enumerate(new) if n >= len(old) or old[n] is not s]
     assert _not_the_same(new, old) == expected
+
+
+def test_a_long_lived_engine_with_nothing_new_renders_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update that folds no turn, with the same events and config, and finds its
+    files as it wrote them, reuses the last render (the daemon is told of every append
+    more than once). A new event, a file changed behind its back or a write that failed
+    mean a render and a write again."""
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(LINES)])
+    ingest(store, [str(source)], derive=False)
+    renders = []
+    real_render = derive.render
+    monkeypatch.setattr(derive, "render", lambda *a: renders.append(1) or real_render(*a))
+    engine = derive.Engine(store, "chat")
+    first = engine.update(save=False)
+    again = engine.update(save=False)
+    assert len(renders) == 1 and again.written == [] and again.tiers is first.tiers
+
+    store.append_events("chat", [{"who": "user", "kind": "pin", "args": {"targets": ["seg_1"]}}])
+    assert engine.update(save=False).written and len(renders) == 2
+    engine.update(save=False, later=True)
+    assert len(renders) == 2
+
+    folder = store.session_dir("chat")
+    (folder / "open.yaml").unlink()
+    assert engine.update(save=False).written == ["open.yaml"] and len(renders) == 3
+
+    def refuse(*args: object, **kwargs: object) -> list[str]:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "write_derived_files", refuse)
+        more = [*LINES, {"role": "user", "content": "Never log the API keys."}]
+        _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(more)])
+        ingest(store, [str(source)], derive=False)
+        with pytest.raises(OSError):
+            engine.update(save=False)  # the turn is folded, the files stay as they were
+    assert engine.update(save=False).written  # the failed write is made now
+    assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == {
+        name: text.encode() for name, text in _rebuilt_elsewhere(store, tmp_path / "mirror").items()
+    }
