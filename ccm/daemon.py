@@ -293,6 +293,9 @@ class Daemon:
                 yield set()
                 continue
             batch = {first}
+            with contextlib.suppress(queue.Empty):
+                while True:  # what queued up meanwhile joins, even with no debounce
+                    batch.add(self.pending.get_nowait())
             deadline = time.monotonic() + self.debounce
             while True:
                 left = deadline - time.monotonic()

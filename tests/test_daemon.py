@@ -425,3 +425,15 @@ def test_while_following_the_manifest_waits_for_the_index_and_is_then_written(
     daemon.index_pending()
     for session in store.sessions():
         assert equals_rebuild(root, session), session
+
+
+def test_what_queued_up_while_the_daemon_worked_is_one_batch(root: Path) -> None:
+    """With no debounce, the events that queued up during the last batch (an append is
+    reported more than once: modified, then closed) make one batch, not one each."""
+    daemon = Daemon(Store(root), debounce=0.0)
+    for session in ("ledger-sync", "ledger-sync", "reading-notes", "ledger-sync"):
+        daemon.pending.put(session)
+    batches = daemon.batches_from_queue(timeout=0.01)
+    assert next(batches) == {"ledger-sync", "reading-notes"}
+    assert next(batches) == set()  # nothing left: the wait times out
+    daemon.stop()
