@@ -142,6 +142,26 @@ def session_of(root: Path, path: str) -> str | None:
     return None
 
 
+def event_kinds() -> list[Any]:
+    """The kinds of change the daemon is told of: those that can change a log or a
+    session folder. An append is a modification (reported at each write); a log or
+    folder replaced is a creation, move or deletion. Opens and closes are left out:
+    every read of a file under ``chats/`` (the daemon's own, a reader polling
+    working.yaml) would be two events more, handled in Python by the observer's
+    threads while the daemon works."""
+    from watchdog import events
+
+    return [
+        events.FileModifiedEvent,
+        events.FileCreatedEvent,
+        events.FileMovedEvent,
+        events.FileDeletedEvent,
+        events.DirCreatedEvent,
+        events.DirMovedEvent,
+        events.DirDeletedEvent,
+    ]
+
+
 class Daemon:
     """Watches a root and keeps its sessions current; `run` until `stop`."""
 
@@ -371,7 +391,9 @@ class Daemon:
 
         self.store.chats.mkdir(parents=True, exist_ok=True)
         observer = Observer()
-        observer.schedule(Handler(), str(self.store.chats), recursive=True)
+        observer.schedule(
+            Handler(), str(self.store.chats), recursive=True, event_filter=event_kinds()
+        )
         observer.start()
         return observer
 

@@ -437,3 +437,38 @@ def test_what_queued_up_while_the_daemon_worked_is_one_batch(root: Path) -> None
     assert next(batches) == {"ledger-sync", "reading-notes"}
     assert next(batches) == set()  # nothing left: the wait times out
     daemon.stop()
+
+
+def test_the_observer_is_told_of_writes_not_of_reads(tmp_path: Path) -> None:
+    """Reading a file under chats/ (a reader polling working.yaml, the daemon reading a
+    log) reaches the observer not at all; an append does. inotify reports in order, so
+    once the append is seen, any report of the reads before it would have been too."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    folder = tmp_path / "chats" / "s1"
+    folder.mkdir(parents=True)
+    (folder / "working.yaml").write_text("session: s1\n")
+    (folder / "raw.jsonl").write_text("")
+    seen: list[tuple[str, str]] = []
+
+    class Recorder(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            seen.append((event.event_type, os.path.basename(os.fsdecode(event.src_path))))
+
+    observer = Observer()
+    observer.schedule(
+        Recorder(), str(tmp_path / "chats"), recursive=True, event_filter=ccm_daemon.event_kinds()
+    )
+    observer.start()
+    try:
+        for _ in range(20):
+            (folder / "working.yaml").read_text()
+        with open(folder / "raw.jsonl", "a") as log:
+            log.write('{"turn": 1}\n')
+        wait_for(lambda: ("modified", "raw.jsonl") in seen, "the append")
+    finally:
+        observer.stop()
+        observer.join(timeout=WAIT)
+    assert {kind for kind, _ in seen} == {"modified"}
+    assert {name for _, name in seen} == {"raw.jsonl"}
