@@ -8,11 +8,12 @@ each, in name order.
 
 An update is the engine's incremental path (`ccm.derive.Engine`, kept in memory per
 session, least recently used ones saved and dropped past `MAX_ENGINES`) and the index's
-(`ccm.index.Index.update`): its cost is that of the new lines. The tiers come first:
-while appends keep arriving, the index waits until they pause (`INDEX_IDLE_SECONDS`)
-or until it is `INDEX_LAG_SECONDS` behind, then takes all that came in one update.
-Recall loses nothing by it: a context or recall call brings the index up to date
-itself. Where each file was read to is kept under ``.ccm/`` (the engine cache, the
+(`ccm.index.Index.update`): its cost is that of the new lines. ``working.yaml`` and
+``open.yaml`` come first: while appends keep arriving, the manifest (the one derived
+file whose size grows with the session: rewriting it costs its length) and the index
+wait until they pause (`INDEX_IDLE_SECONDS`) or until they are `INDEX_LAG_SECONDS`
+behind, then take all that came in one write and one update. Readers lose nothing by
+it: a CLI command or a recall brings the files and the index up to date itself. Where each file was read to is kept under ``.ccm/`` (the engine cache, the
 index's progress table), so a restarted daemon resumes where it stopped; at start it
 catches up on every session.
 A log truncated or replaced is detected (inode, size) and that session rebuilt. A crash
@@ -141,6 +142,26 @@ def session_of(root: Path, path: str) -> str | None:
     return None
 
 
+def event_kinds() -> list[Any]:
+    """The kinds of change the daemon is told of: those that can change a log or a
+    session folder. An append is a modification (reported at each write); a log or
+    folder replaced is a creation, move or deletion. Opens and closes are left out:
+    every read of a file under ``chats/`` (the daemon's own, a reader polling
+    working.yaml) would be two events more, handled in Python by the observer's
+    threads while the daemon works."""
+    from watchdog import events
+
+    return [
+        events.FileModifiedEvent,
+        events.FileCreatedEvent,
+        events.FileMovedEvent,
+        events.FileDeletedEvent,
+        events.DirCreatedEvent,
+        events.DirMovedEvent,
+        events.DirDeletedEvent,
+    ]
+
+
 class Daemon:
     """Watches a root and keeps its sessions current; `run` until `stop`."""
 
@@ -164,7 +185,8 @@ class Daemon:
         self.last_batch: str | None = None
         self.last_error: str | None = None
         self.offsets: dict[str, int] = {}
-        # sessions whose index update waits (see `index_later`), with their manifest
+        # sessions whose manifest and index update wait (see `index_later`), with their
+        # manifest
         self.index_due: dict[str, dict[str, Any]] = {}
         self.index_since = 0.0
         self.index_later = False  # set while following changes, never for a catch-up
@@ -192,7 +214,8 @@ class Daemon:
             engine = derive.Engine(store, session)
             self.engines[session] = engine
         self.engines.move_to_end(session)
-        derived = engine.update(save=False, durable=False)  # the catch-up at start heals
+        # not durable: the catch-up at start heals
+        derived = engine.update(save=False, durable=False, later=self.index_later)
         if self.index_later:
             if not self.index_due:
                 self.index_since = time.monotonic()
@@ -211,7 +234,8 @@ class Daemon:
                 ", ".join(derived.written) or "nothing",
             )
         while len(self.engines) > MAX_ENGINES:
-            old, _ = next(iter(self.engines.items()))
+            old, dropped = next(iter(self.engines.items()))
+            dropped.write_later(durable=False)
             self._save(old)
             self.engines.pop(old)
         return True
@@ -257,12 +281,16 @@ class Daemon:
         return False
 
     def index_pending(self) -> None:
-        """Bring the index up to date for the sessions whose update waited."""
+        """Write the manifests and bring the index up to date for the sessions whose
+        update waited."""
         due, self.index_due = self.index_due, {}
         for session, manifest in sorted(due.items()):
             self._guarded(session, functools.partial(self._index, session, manifest))
 
     def _index(self, session: str, manifest: dict[str, Any]) -> bool:
+        engine = self.engines.get(session)
+        if engine is not None:
+            engine.write_later(durable=False)
         self.index.update(session, manifest)
         return True
 
@@ -285,6 +313,9 @@ class Daemon:
                 yield set()
                 continue
             batch = {first}
+            with contextlib.suppress(queue.Empty):
+                while True:  # what queued up meanwhile joins, even with no debounce
+                    batch.add(self.pending.get_nowait())
             deadline = time.monotonic() + self.debounce
             while True:
                 left = deadline - time.monotonic()
@@ -320,7 +351,7 @@ class Daemon:
                     self.last_batch = utc_now()
                     self._status()
                 if self._index_timeout() == 0.0 or (self.index_due and not batch):
-                    self.index_pending()  # appends paused, or the index is too far behind
+                    self.index_pending()  # appends paused, or too far behind
                 if time.monotonic() - last_save >= self.save_every:
                     self.save_all()
                     last_save = time.monotonic()
@@ -360,7 +391,9 @@ class Daemon:
 
         self.store.chats.mkdir(parents=True, exist_ok=True)
         observer = Observer()
-        observer.schedule(Handler(), str(self.store.chats), recursive=True)
+        observer.schedule(
+            Handler(), str(self.store.chats), recursive=True, event_filter=event_kinds()
+        )
         observer.start()
         return observer
 

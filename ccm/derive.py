@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import marshal
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import RenderCache, Tiers, render
-from ccm.store import Cursor, Signature, Store, atomic_write
+from ccm.store import Cursor, Signature, Store, atomic_write, signature
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,13 @@ class Engine:
         # changes only
         self.known: dict[str, tuple[Signature, bytes]] = {}
         self.runs = {"segments": yamlio.Runs()}
+        # the manifest an update left for later (``later=True``), and how many segments
+        # the manifest this engine last wrote held (the newer ones are checked when it
+        # is written; None: the newest three)
+        self.manifest_due: dict[str, Any] | None = None
+        self.manifest_segments: int | None = None
+        # the events, config and tiers of the last render
+        self.last: tuple[list[dict[str, Any]], Any, Tiers] | None = None
 
     def _fresh_start(self, params: Params, rebuild: bool) -> bool:
         """Load the cache (or start empty); True when the state is built from scratch."""
@@ -140,12 +148,17 @@ class Engine:
             return False
         return True
 
-    def update(self, rebuild: bool = False, save: bool = True, durable: bool = True) -> Derived:
+    def update(
+        self, rebuild: bool = False, save: bool = True, durable: bool = True, later: bool = False
+    ) -> Derived:
         """Fold what was appended, render, write the files that changed.
 
         ``durable=False`` skips the fsyncs of the derived files (still replaced
         atomically): for a process that re-renders at its next start anyway (the
         daemon), since after a power loss it rewrites whatever does not match.
+        ``later=True`` leaves the manifest, the one file whose size grows with the
+        session, to `write_later` (the daemon writes it once appends pause): an update
+        then writes what does not grow with the session, whatever its length.
         """
         store, session = self.store, self.session
         store.require_session(session)
@@ -167,11 +180,69 @@ class Engine:
         events, bad_events, _ = store.read_events(session)
         for line in bad_events:
             log.warning("%s; this event is ignored", line.describe())
+        if not turns and not rebuilt and self._unchanged(events, config, later):
+            assert self.last is not None
+            if save:
+                _save_cache(store, session, params, self.state, self.cursor)
+            return Derived(session, 0, False, [], self.last[2], self.state, events)
+        self.last = None  # until the files are written
         tiers = render(self.state, events, config, self.render_cache)
-        written = _write(store, session, tiers, rebuilt, durable, known=self.known, runs=self.runs)
+        self.manifest_due = tiers.manifest if later and not rebuilt else None
+        written = _write(
+            store,
+            session,
+            tiers,
+            rebuilt,
+            durable,
+            known=self.known,
+            runs=self.runs,
+            manifest=self.manifest_due is None,
+            since=self.manifest_segments,
+        )
+        if self.manifest_due is None:
+            self.manifest_segments = len(tiers.manifest["segments"])
+        self.last = (events, config, tiers)
         if save or rebuilt:
             _save_cache(store, session, params, self.state, self.cursor)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
+
+    def _unchanged(self, events: list[dict[str, Any]], config: Any, later: bool) -> bool:
+        """True when nothing was folded since the last render and its events and config
+        are the same: the tiers are those of the last render. Its files must also be
+        the ones this engine wrote (same signature), and the manifest may stay due only
+        if it is due and `later`: otherwise the files are written as after a change."""
+        if self.last is None or self.last[1] is not config or self.last[0] != events:
+            return False
+        if self.manifest_due is not None and not later:
+            return False
+        folder = self.store.session_dir(self.session)
+        for name, _ in FILES:
+            known = self.known.get(name)
+            try:
+                if known is None or signature(os.stat(folder / name)) != known[0]:
+                    return False
+            except FileNotFoundError:
+                return False
+        return True
+
+    def write_later(self, durable: bool = True) -> list[str]:
+        """Write the manifest the last update left for later, if it did; returns the
+        names written (none when the file already holds it). A write that fails leaves
+        it due."""
+        manifest = self.manifest_due
+        if manifest is None:
+            return []
+        written = _write_files(
+            self.store,
+            self.session,
+            {"manifest.yaml": yamlio.dumps_bytes(manifest, self.runs)},
+            {"manifest.yaml": _newest_segments(manifest, self.manifest_segments)},
+            durable,
+            self.known,
+        )
+        self.manifest_due = None
+        self.manifest_segments = len(manifest["segments"])
+        return written
 
     def save(self) -> None:
         """Write the engine cache now (a long-lived process saves now and then, and
@@ -194,30 +265,61 @@ def _write(
     durable: bool = True,
     known: dict[str, tuple[Signature, bytes]] | None = None,
     runs: dict[str, yamlio.Runs] | None = None,
+    manifest: bool = True,
+    since: int | None = None,
 ) -> list[str]:
     """Replace each derived file whose content changed; returns the names written.
 
     Each document is checked against its schema before it is written; on an
-    incremental update the manifest, open.yaml and the critical items of working.yaml
-    are checked on their newest entries (older ones were checked when first written and
-    change only in their values since). working.yaml is written first: it is what a
-    reader waits for, and the manifest is the largest.
+    incremental update the manifest (its segments from the `since`-th, the last one it
+    held when last written, and at least the newest three), open.yaml and the critical
+    items of working.yaml are checked on their newest entries (older ones were checked
+    when first written and change only in their values since). working.yaml is written
+    first: it is what a reader waits for, and the manifest is the largest. With
+    ``manifest=False`` the manifest is left as it is (the caller writes it later).
     """
-    manifest, open_doc, working = tiers.manifest, tiers.open, tiers.working
+    open_doc, working = tiers.open, tiers.working
     contents: dict[str, str | bytes] = {
         "working.yaml": yamlio.dumps(working),
         "open.yaml": yamlio.dumps(open_doc),
-        "manifest.yaml": yamlio.dumps_bytes(manifest, runs if runs is not None else {}),
     }
+    checked: dict[str, Any] = {"working.yaml": working, "open.yaml": open_doc}
+    if manifest:
+        contents["manifest.yaml"] = yamlio.dumps_bytes(
+            tiers.manifest, runs if runs is not None else {}
+        )
+        checked["manifest.yaml"] = tiers.manifest
     if not full_check:
-        manifest = {**manifest, "segments": manifest["segments"][-3:]}
         open_doc = {
             **open_doc,
             "efforts": [{**e, "segment_refs": e["segment_refs"][-3:]} for e in open_doc["efforts"]],
         }
-        working = {**working, "critical": working["critical"][-3:]}
-    checked = {"working.yaml": working, "open.yaml": open_doc, "manifest.yaml": manifest}
+        checked["open.yaml"] = open_doc
+        checked["working.yaml"] = {**working, "critical": working["critical"][-3:]}
+        if manifest:
+            checked["manifest.yaml"] = _newest_segments(tiers.manifest, since)
+    return _write_files(store, session, contents, checked, durable, known)
+
+
+def _newest_segments(manifest: dict[str, Any], since: int | None) -> dict[str, Any]:
+    """The manifest with its segments from the `since`-th (1-based), at least the
+    newest three."""
+    segments = manifest["segments"]
+    start = len(segments) - 3 if since is None else min(since - 1, len(segments) - 3)
+    return {**manifest, "segments": segments[max(0, start) :]}
+
+
+def _write_files(
+    store: Store,
+    session: str,
+    contents: dict[str, str | bytes],
+    checked: dict[str, Any],
+    durable: bool,
+    known: dict[str, tuple[Signature, bytes]] | None,
+) -> list[str]:
     files: dict[str, tuple[str, Any, str | bytes]] = {
-        name: (schema, checked[name], contents[name]) for name, schema in reversed(FILES)
+        name: (schema, checked[name], contents[name])
+        for name, schema in reversed(FILES)
+        if name in contents
     }
     return store.write_derived_files(session, files, durable=durable, known=known)

@@ -17,6 +17,8 @@ import contextlib
 import dataclasses
 import hashlib
 import heapq
+import itertools
+import operator
 import os
 import re
 import sqlite3
@@ -202,8 +204,9 @@ class Index:
             bool(store.config.get("recall", "semantic")) if semantic is None else semantic
         )
         self._vectors: dict[str, tuple[int, Any, Any]] = {}
-        # per session: the manifest entries and notes last indexed (see `_segments`)
-        self._seen: dict[str, tuple[dict[str, Any], list[Any]]] = {}
+        # per session: the manifest entries (by id, and in order) and notes last
+        # indexed (see `_segments`)
+        self._seen: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -441,7 +444,8 @@ class Index:
         A long-lived index (the daemon's) remembers the manifest entries it last saw:
         an entry that is the very same object again (the engine reuses the immutable
         entries of unchanged segments) is skipped without a query, so an update costs
-        the changed segments, not all of them.
+        the changed segments, not all of them (the entries are compared with those seen
+        in C, a block at a time).
         """
         segments = manifest.get("segments", [])
         notes = manifest.get("notes", [])
@@ -450,7 +454,7 @@ class Index:
         # seen holds every id seen, and a shorter one (a rebuild) takes the full pass
         if seen is not None and seen[1] == notes and len(segments) >= len(seen[0]):
             known = seen[0]
-            changed = [s for s in segments if known.get(s["id"]) is not s]
+            changed = _not_the_same(segments, seen[2])
             written = self._segment_units(session, changed, None)
             if any(
                 s["id"] not in known or s["raw_lines"][0] != known[s["id"]]["raw_lines"][0]
@@ -459,10 +463,11 @@ class Index:
                 self.postings.set_segments(session, [s["raw_lines"][0] for s in segments])
             for segment in changed:
                 known[segment["id"]] = segment
+            seen[2][:] = segments
             return written
         written = self._segment_units(session, segments, notes)
         self.postings.set_segments(session, [s["raw_lines"][0] for s in segments])
-        self._seen[session] = ({s["id"]: s for s in segments}, list(notes))
+        self._seen[session] = ({s["id"]: s for s in segments}, list(notes), list(segments))
         return written
 
     def _segment_units(
@@ -946,6 +951,17 @@ def tag(kind: str, session: str | None) -> str:
     if session is None:
         return kind
     return f"{kind}x{hashlib.sha1(session.encode('utf-8')).hexdigest()[:16]}"
+
+
+def _not_the_same(new: list[Any], old: list[Any], block: int = 64) -> list[Any]:
+    """The items of `new` that are not the very object at the same place in `old`
+    (which is no longer), looked for only in the blocks that differ (compared in C)."""
+    changed = []
+    for start in range(0, len(new), block):
+        part, was = new[start : start + block], old[start : start + block]
+        if len(was) < len(part) or not all(map(operator.is_, part, was)):
+            changed += [item for item, seen in itertools.zip_longest(part, was) if item is not seen]
+    return changed
 
 
 def _tag_column(kind: str, session: str) -> str:

@@ -119,7 +119,7 @@ class FrozenList(list):  # type: ignore[type-arg]
         if not tail:
             return self
         new = FrozenList.__new__(FrozenList)
-        list.__init__(new, self)
+        list.extend(new, self[:])  # a plain list: copied in one go, not item by item
         list.extend(new, tail)
         new._yaml = {}
         # a list never written links to its own prefix instead: the chain stays short
@@ -349,7 +349,7 @@ def _item(item: Any, indent: int, out: list[str]) -> None:
     """A list item after its ``- ``; `indent` is that of the item's own lines."""
     if type(item) is Frozen or (type(item) is FrozenList and item):
         out.append(item.yaml(indent))
-    elif isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS:
+    elif isinstance(item, dict) and len(item) >= _MEMO_MIN_KEYS and not _holds_frozen(item):
         out.append(_memo(item, indent))
     elif isinstance(item, dict | list | tuple) and item:
         _emit(item, indent, out)
@@ -360,6 +360,12 @@ def _item(item: Any, indent: int, out: list[str]) -> None:
             else ("{}" if isinstance(item, dict) else "[]")
         )
         out.append("\n")
+
+
+def _holds_frozen(mapping: dict[Any, Any]) -> bool:
+    """True when a value is a FrozenList: its YAML is known, and the mapping's is then
+    cheaper to write than to look up by its JSON (which costs the whole list)."""
+    return any(type(value) is FrozenList for value in mapping.values())
 
 
 _MEMO: dict[tuple[str, int], str] = {}

@@ -390,3 +390,85 @@ def test_the_index_waits_while_appends_keep_coming_but_not_for_long(
             "the last line in the index",
         )
     assert equals_rebuild(root, "ledger-sync")
+
+
+def test_while_following_the_manifest_waits_for_the_index_and_is_then_written(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update while following writes working.yaml and open.yaml (their size does not
+    grow with the session) and leaves the manifest, which grows, to the index's turn
+    (`index_pending`, once appends pause); an engine dropped from memory (past
+    `MAX_ENGINES`) writes its manifest first. Every file then equals a rebuild."""
+    monkeypatch.setattr(ccm_daemon, "MAX_ENGINES", 2)
+    store = Store(root)
+    daemon = Daemon(store)
+    daemon.catch_up()
+    daemon.index_later = True
+    folder = root / "chats" / "ledger-sync"
+    manifest = (folder / "manifest.yaml").read_bytes()
+    append(store, "ledger-sync", ["Never run migrations on a Friday afternoon."])
+    daemon.update("ledger-sync")
+    assert "Friday afternoon" in (folder / "working.yaml").read_text()
+    assert (folder / "manifest.yaml").read_bytes() == manifest  # waits
+    assert set(daemon.index_due) == {"ledger-sync"}
+    daemon.index_pending()
+    assert not daemon.index_due
+    assert (folder / "manifest.yaml").read_bytes() != manifest
+    assert equals_rebuild(root, "ledger-sync")
+
+    append(store, "ledger-sync", ["Always tag releases from main."])
+    daemon.update("ledger-sync")  # waits, then three sessions in memory: it is dropped
+    daemon.update("deploy-checklist")
+    daemon.update("reading-notes")
+    assert "ledger-sync" not in daemon.engines
+    assert equals_rebuild(root, "ledger-sync")
+    daemon.index_pending()
+    for session in store.sessions():
+        assert equals_rebuild(root, session), session
+
+
+def test_what_queued_up_while_the_daemon_worked_is_one_batch(root: Path) -> None:
+    """With no debounce, the events that queued up during the last batch (an append is
+    reported more than once: modified, then closed) make one batch, not one each."""
+    daemon = Daemon(Store(root), debounce=0.0)
+    for session in ("ledger-sync", "ledger-sync", "reading-notes", "ledger-sync"):
+        daemon.pending.put(session)
+    batches = daemon.batches_from_queue(timeout=0.01)
+    assert next(batches) == {"ledger-sync", "reading-notes"}
+    assert next(batches) == set()  # nothing left: the wait times out
+    daemon.stop()
+
+
+def test_the_observer_is_told_of_writes_not_of_reads(tmp_path: Path) -> None:
+    """Reading a file under chats/ (a reader polling working.yaml, the daemon reading a
+    log) reaches the observer not at all; an append does. inotify reports in order, so
+    once the append is seen, any report of the reads before it would have been too."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    folder = tmp_path / "chats" / "s1"
+    folder.mkdir(parents=True)
+    (folder / "working.yaml").write_text("session: s1\n")
+    (folder / "raw.jsonl").write_text("")
+    seen: list[tuple[str, str]] = []
+
+    class Recorder(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            seen.append((event.event_type, os.path.basename(os.fsdecode(event.src_path))))
+
+    observer = Observer()
+    observer.schedule(
+        Recorder(), str(tmp_path / "chats"), recursive=True, event_filter=ccm_daemon.event_kinds()
+    )
+    observer.start()
+    try:
+        for _ in range(20):
+            (folder / "working.yaml").read_text()
+        with open(folder / "raw.jsonl", "a") as log:
+            log.write('{"turn": 1}\n')
+        wait_for(lambda: ("modified", "raw.jsonl") in seen, "the append")
+    finally:
+        observer.stop()
+        observer.join(timeout=WAIT)
+    assert {kind for kind, _ in seen} == {"modified"}
+    assert {name for _, name in seen} == {"raw.jsonl"}

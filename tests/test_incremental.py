@@ -126,9 +126,25 @@ EVENTS = [
 ]
 
 
+def _rebuilt_elsewhere(store: Store, mirror: Path) -> dict[str, str]:
+    """What `ccm rebuild` makes of the session's logs, rebuilt in a copy of the root (the
+    files of `store` are left as they are)."""
+    shutil.rmtree(mirror, ignore_errors=True)
+    derived_files = [name for name, _ in derive.FILES]
+    shutil.copytree(store.root, mirror, ignore=shutil.ignore_patterns(".ccm", *derived_files))
+    return derive.tiers_yaml(derive.Engine(Store(mirror), "chat").update(rebuild=True).tiers)
+
+
 def _live_equals_rebuild(
-    base: Path, turns: list[dict[str, str]], bounds: list[int], picks: list[int], fast: bool = True
+    base: Path,
+    turns: list[dict[str, str]],
+    bounds: list[int],
+    picks: list[int],
+    fast: bool = True,
+    later: list[int] | None = None,
 ) -> None:
+    """`later[step]`: 0, the engine writes every file; 1, it leaves the manifest for
+    later; 2, it leaves it and then writes it (`Engine.write_later`)."""
     (base / "root").mkdir()
     if fast:
         (base / "root" / "config.yaml").write_text(  # short segments, a fast lifecycle
@@ -140,6 +156,7 @@ def _live_equals_rebuild(
     folder = store.session_dir("chat")
     engine: derive.Engine | None = None
     index = Index(store)
+    manifest_written: bytes | None = None
     for step, bound in enumerate(bounds):
         _write(source, turns[:bound])
         ingest(store, [str(source)], derive=False)
@@ -151,16 +168,28 @@ def _live_equals_rebuild(
             if event["kind"] != "undo" or earlier:
                 store.append_events("chat", [{"who": "user", **event}])
         engine = engine or derive.Engine(store, "chat")
-        derived = engine.update(save=False, durable=False)
+        mode = later[step] if later and step < len(later) else 0
+        derived = engine.update(save=False, durable=False, later=mode > 0)
+        if mode == 2:
+            engine.write_later(durable=False)
         live = derive.tiers_yaml(derived.tiers)
         written = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
-        fresh = derive.tiers_yaml(derive.Engine(store, "chat").update(rebuild=True).tiers)
+        fresh = _rebuilt_elsewhere(store, base / "mirror")
         assert live == fresh
         # what the long-lived engine wrote (encoded in runs, compared with what it
-        # remembered) is what a rebuild writes
-        assert written == {name: text.encode() for name, text in fresh.items()}
+        # remembered) is what a rebuild writes; a manifest left for later is the one
+        # written before, untouched
+        expected = {name: text.encode() for name, text in fresh.items()}
+        if engine.manifest_due is not None:
+            expected["manifest.yaml"] = manifest_written  # type: ignore[assignment]
+        assert written == expected
+        manifest_written = written["manifest.yaml"]
         index.update("chat", derived.tiers.manifest)  # the daemon's long-lived index
     assert engine is not None
+    engine.write_later(durable=False)
+    assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == {
+        name: text.encode() for name, text in _rebuilt_elsewhere(store, base / "mirror").items()
+    }
     kept = _units(index)
     index.close()
     with Index(Store(base / "root")) as rebuilt:  # the same file, from scratch
@@ -191,14 +220,20 @@ def _units(index: Index) -> list[object]:
     turns=sessions(),
     cuts=st.lists(st.integers(1, 59), max_size=6),
     picks=st.lists(st.integers(0, len(EVENTS) - 1), max_size=6),
+    later=st.lists(st.integers(0, 2), max_size=7),
 )
 def test_a_long_lived_engine_renders_what_a_rebuild_renders(
-    tmp_path_factory, turns: list[dict[str, str]], cuts: list[int], picks: list[int]
+    tmp_path_factory,
+    turns: list[dict[str, str]],
+    cuts: list[int],
+    picks: list[int],
+    later: list[int],
 ) -> None:
     """The daemon's path: one Engine kept in memory, reusing the manifest entries of
-    closed segments between updates, while turns and events arrive."""
+    closed segments between updates, while turns and events arrive; the manifest is
+    now and then left for later, as while appends keep coming, and written after."""
     bounds = sorted({c for c in cuts if c < len(turns)} | {len(turns)})
-    _live_equals_rebuild(tmp_path_factory.mktemp("live"), turns, bounds, picks)
+    _live_equals_rebuild(tmp_path_factory.mktemp("live"), turns, bounds, picks, later=later)
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast-lifecycle", "default-config"])
@@ -223,7 +258,8 @@ def test_a_long_lived_engine_follows_every_event_kind(tmp_path: Path, fast: bool
         turn["ts"] = str(clock)
     bounds = [*range(20, len(turns), 2), len(turns)]
     picks = [n // 3 % len(EVENTS) if n % 3 == 0 else -1 for n in range(len(bounds))]
-    _live_equals_rebuild(tmp_path, turns, bounds, picks, fast)
+    later = [n % 4 % 3 for n in range(len(bounds))]  # now, later, later and written, now
+    _live_equals_rebuild(tmp_path, turns, bounds, picks, fast, later)
 
 
 def test_render_cache_sees_a_superseded_critical_item(tmp_path: Path) -> None:
@@ -311,14 +347,129 @@ def test_the_render_cache_finds_every_changed_segment(
     from ccm.engine.render import RenderCache
     from ccm.yamlio import Frozen
 
-    cache = RenderCache()
+    caches = [RenderCache(), RenderCache()]
     segments = [{"id": f"seg_{n + 1}", "rev": 0} for n in range(count)]
-    for n in range(count):
-        cache.record(n, (0, expiries[n], (), Frozen()))
+    for cache in caches:
+        for n in range(count):
+            cache.record(n, (0, expiries[n], (), Frozen()))
     for n in bumps:
         if n < count:
             segments[n]["rev"] += 1
     expected = {n for n in bumps if n < count} | {
         n for n in range(count) if expiries[n] <= last_turn
     }
-    assert cache.changed(segments, last_turn) == sorted(expected)
+    assert caches[0].changed(segments, last_turn) == sorted(expected)
+    # told which revs the fold bumped (a segment closed since the last render too)
+    closed = [*segments, {"id": "seg_new", "rev": 0}]
+    assert caches[1].changed(closed, last_turn, [*bumps, count]) == sorted(expected)
+
+
+def test_the_render_cache_reads_the_bumps_the_fold_noted() -> None:
+    """The fold notes the segments whose rev it bumped; a renderer that saw `bumps` of
+    them learns the newer ones, or that it must compare every rev when the note does not
+    reach back so far."""
+    from ccm.engine.fold import BUMPS_KEPT, _bump
+    from ccm.engine.render import RenderCache
+
+    state = new_state("s")
+    state["segments"] = [{"id": f"seg_{n + 1}", "rev": 0} for n in range(4)]
+    cache = RenderCache()
+    assert cache.bumped_since(state) is None  # never rendered
+    cache.bumps = state["bumps"]
+    assert cache.bumped_since(state) == []
+    _bump(state, 2)
+    _bump(state, 0)
+    assert cache.bumped_since(state) == [2, 0]
+    assert [s["rev"] for s in state["segments"]] == [1, 0, 1, 0]
+    for _ in range(BUMPS_KEPT):
+        _bump(state, 1)
+    assert len(state["bumped"]) == BUMPS_KEPT and cache.bumped_since(state) is None
+    cache.bumps = state["bumps"] - 3
+    assert cache.bumped_since(state) == [1, 1, 1]
+
+
+def test_the_render_cache_keeps_each_efforts_segments_as_a_growing_frozen_list() -> None:
+    """An effort's segment list only grows at its end: its FrozenList is extended (its
+    YAML reused), and made anew when the list is not the one it knew (a rebuilt state)."""
+    from ccm.engine.render import RenderCache
+    from ccm.yamlio import FrozenList
+
+    cache = RenderCache()
+    effort = {"id": "effort_1", "segments": ["seg_1", "seg_2"]}
+    first = cache.refs(effort)
+    assert type(first) is FrozenList and first == ["seg_1", "seg_2"]
+    assert cache.refs(effort) is first  # unchanged: the same list
+    effort["segments"].append("seg_5")
+    longer = cache.refs(effort)
+    assert longer == ["seg_1", "seg_2", "seg_5"] and longer._base is first
+    assert cache.refs({"id": "effort_1", "segments": ["seg_1", "seg_3", "seg_4"]}) == [
+        "seg_1",
+        "seg_3",
+        "seg_4",
+    ]
+    assert cache.refs({"id": "effort_1", "segments": ["seg_1"]}) == ["seg_1"]
+
+
+@given(
+    count=st.integers(0, 200),
+    more=st.integers(0, 70),
+    replaced=st.lists(st.integers(0, 269), max_size=8),
+)
+def test_the_index_finds_the_manifest_entries_that_are_not_the_ones_it_saw(
+    count: int, more: int, replaced: list[int]
+) -> None:
+    """The daemon's index skips the entries that are the very objects it saw at the same
+    place: compared a block at a time, it names the others, in order."""
+    from ccm.index import _not_the_same
+
+    old = [{"id": f"seg_{n + 1}"} for n in range(count)]
+    new = [*old, *({"id": f"seg_{n + 1}"} for n in range(count, count + more))]
+    for n in replaced:
+        if n < len(new):
+            new[n] = dict(new[n])
+    expected = [s for n, s in enumerate(new) if n >= len(old) or old[n] is not s]
+    assert _not_the_same(new, old) == expected
+
+
+def test_a_long_lived_engine_with_nothing_new_renders_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update that folds no turn, with the same events and config, and finds its
+    files as it wrote them, reuses the last render (the daemon is told of every append
+    more than once). A new event, a file changed behind its back or a write that failed
+    mean a render and a write again."""
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(LINES)])
+    ingest(store, [str(source)], derive=False)
+    renders = []
+    real_render = derive.render
+    monkeypatch.setattr(derive, "render", lambda *a: renders.append(1) or real_render(*a))
+    engine = derive.Engine(store, "chat")
+    first = engine.update(save=False)
+    again = engine.update(save=False)
+    assert len(renders) == 1 and again.written == [] and again.tiers is first.tiers
+
+    store.append_events("chat", [{"who": "user", "kind": "pin", "args": {"targets": ["seg_1"]}}])
+    assert engine.update(save=False).written and len(renders) == 2
+    engine.update(save=False, later=True)
+    assert len(renders) == 2
+
+    folder = store.session_dir("chat")
+    (folder / "open.yaml").unlink()
+    assert engine.update(save=False).written == ["open.yaml"] and len(renders) == 3
+
+    def refuse(*args: object, **kwargs: object) -> list[str]:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "write_derived_files", refuse)
+        more = [*LINES, {"role": "user", "content": "Never log the API keys."}]
+        _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(more)])
+        ingest(store, [str(source)], derive=False)
+        with pytest.raises(OSError):
+            engine.update(save=False)  # the turn is folded, the files stay as they were
+    assert engine.update(save=False).written  # the failed write is made now
+    assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == {
+        name: text.encode() for name, text in _rebuilt_elsewhere(store, tmp_path / "mirror").items()
+    }

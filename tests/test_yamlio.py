@@ -150,6 +150,9 @@ def test_an_extended_frozen_list_writes_what_the_plain_list_writes(
         assert frozen.yaml(indent) == _block(plain, indent)
     doc = {"k": frozen, "l": [frozen], "m": {"n": frozen}}
     assert dumps(doc) == dumps({"k": plain, "l": [plain], "m": {"n": plain}})
+    # a large mapping in a list (remembered by its JSON, unless it holds a FrozenList)
+    wide = {f"k{n}": n for n in range(6)}
+    assert dumps([{**wide, "refs": frozen}]) == dumps([{**wide, "refs": plain}])
 
 
 def test_frozen_lists_refuse_changes_and_copy_as_lists() -> None:

@@ -9,7 +9,9 @@ folding turns 1..n in any number of chunks, with a JSON round trip between chunk
 gives exactly the state of folding them at once. Rendering the derived files from a
 state (`ccm.engine.render`) is a separate, cheap step. A closed segment changes only
 when a later turn refers to it (``referenced``) or reverses its conclusion; both bump
-its ``rev``, so a long-lived renderer can tell which segments to look at again.
+its ``rev`` and is noted in ``bumped`` (the indices of the latest bumps, ``bumps`` in
+all), so a long-lived renderer can tell which segments to look at again without
+looking at every one.
 
 Segment boundaries (a new segment starts at a user turn):
 
@@ -57,6 +59,7 @@ DECISIONS_KEPT = 200
 CONCLUSIONS_KEPT = 500
 COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common to match on
 FAILURES_KEPT = 100
+BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
 
@@ -127,6 +130,8 @@ def new_state(session: str) -> State:
         "segment_index": {},
         "gaps": {"n": 0, "mean": 0.0, "m2": 0.0},
         "critical_rev": 0,  # bumped when a critical item is superseded
+        "bumps": 0,  # segment rev bumps so far
+        "bumped": [],  # the closed segments (indices) of the latest `BUMPS_KEPT` bumps
     }
 
 
@@ -423,11 +428,13 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
         for entry in entry_list:
             if entry[0] == earlier["turn"] and entry[5] is not None:
                 entry[5]["superseded_by"] = turn
-    for segment in reversed(state["segments"]):
+    segments = state["segments"]
+    for index in range(len(segments) - 1, -1, -1):
+        segment = segments[index]
         found = segment["conclusion"]
         if found is not None and found["turn"] == earlier["turn"]:
             found["superseded_by"] = turn
-            segment["rev"] = segment.get("rev", 0) + 1
+            _bump(state, index)
             break
         if segment["last"] < earlier["turn"]:
             break
@@ -614,7 +621,18 @@ def _mark_references(state: State, unique: set[str], number: int) -> None:
         segment = segments[segment_index]
         if shared >= 3 and segment["last"] < number - 2:
             segment["referenced"] = number
-            segment["rev"] = segment.get("rev", 0) + 1
+            _bump(state, segment_index)
+
+
+def _bump(state: State, index: int) -> None:
+    """Note that closed segment `index` changed (its ``rev``, and ``bumped``)."""
+    segment = state["segments"][index]
+    segment["rev"] = segment.get("rev", 0) + 1
+    state["bumps"] += 1
+    bumped = state["bumped"]
+    bumped.append(index)
+    if len(bumped) > BUMPS_KEPT:
+        del bumped[: len(bumped) - BUMPS_KEPT]
 
 
 def fold(state: State, turns: list[dict[str, Any]], params: Params) -> State:

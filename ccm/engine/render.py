@@ -192,10 +192,17 @@ def _segments(state: State, params_summary_tokens: int) -> list[dict[str, Any]]:
 
 
 def _efforts(
-    state: State, segments: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
+    state: State,
+    segments: list[dict[str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    cache: RenderCache | None = None,
 ) -> list[dict[str, Any]]:
-    # shallow copies: only the open segment's effort gets a new segment list
-    efforts = {e["id"]: {**e} for e in state["efforts"]}
+    # shallow copies: only the open segment's effort gets a new segment list (with a
+    # cache, each effort's list is a FrozenList that knows its YAML)
+    if cache is None:
+        efforts = {e["id"]: {**e} for e in state["efforts"]}
+    else:
+        efforts = {e["id"]: {**e, "segments": cache.refs(e)} for e in state["efforts"]}
     if segments and segments[-1].get("current"):
         last = segments[-1]
         effort = efforts.setdefault(
@@ -205,13 +212,25 @@ def _efforts(
         merged = Counter(effort["terms"])
         merged.update(last["terms"])
         effort["terms"] = {t: merged[t] for t in top_terms(dict(merged), 60)}
-        effort["segments"] = [*effort["segments"], last["id"]]
+        refs = effort["segments"]
+        effort["segments"] = (
+            refs.extended([last["id"]]) if type(refs) is FrozenList else [*refs, last["id"]]
+        )
         effort["last"] = last["last"]
     for effort in efforts.values():
         final = by_id[effort["segments"][-1]]
         effort["status"] = final["status"]
         effort["topic"] = ", ".join(final["topic"][:3]) or effort["id"]
     return list(efforts.values())
+
+
+def _holds(effort: dict[str, Any], ids: set[str], by_segment: dict[str, dict[str, Any]]) -> bool:
+    """Whether any of `ids` is one of the effort's segments: looked up by segment (each
+    names its effort), at the cost of `ids`, not of the effort's segments."""
+    return any(
+        segment is not None and segment["effort"] == effort["id"]
+        for segment in map(by_segment.get, ids)
+    )
 
 
 def _relevance(
@@ -221,6 +240,7 @@ def _relevance(
     last_turn: int,
     marks: _Marks,
     near: set[str],
+    by_segment: dict[str, dict[str, Any]],
 ) -> tuple[float, list[str]]:
     top = top_terms(effort["terms"], 10)
     signals = {
@@ -231,11 +251,11 @@ def _relevance(
         if (
             effort["id"] in marks.focused
             or effort["id"] in marks.pinned
-            or not marks.pinned.isdisjoint(effort["segments"])
-            or not marks.focused.isdisjoint(effort["segments"])
+            or _holds(effort, marks.pinned, by_segment)
+            or _holds(effort, marks.focused, by_segment)
         )
         else 0.0,
-        "proximity": 0.0 if near.isdisjoint(effort["segments"]) else 1.0,
+        "proximity": 1.0 if _holds(effort, near, by_segment) else 0.0,
     }
     score = sum(WEIGHTS[name] * value for name, value in signals.items())
     score += 0.05 * marks.importance.get(effort["id"], 0.0)
@@ -301,8 +321,10 @@ class RenderCache:
     unchanged is reused with its YAML. While the `signature` (events, active efforts,
     config, superseded critical items) stays the same, an entry is reused without even
     computing its key until its segment's ``rev`` changes or its lifecycle may move
-    on, so an update renders the changed segments only. Reset it whenever the state is
-    rebuilt.
+    on, so an update renders the changed segments only; which revs changed since the
+    last render it learns from the fold's note of its latest bumps (``bumps`` and
+    ``bumped``), so that it need not compare every segment's. Reset it whenever the
+    state is rebuilt.
     """
 
     def __init__(self) -> None:
@@ -322,6 +344,10 @@ class RenderCache:
         # the detected critical items, as of (count, critical_rev)
         self.critical_key: tuple[int, int] = (0, -1)
         self.critical = _Detected()
+        # the state's count of segment rev bumps at the last render
+        self.bumps: int | None = None
+        # each effort's closed segments (ids), as a FrozenList that knows its YAML
+        self.effort_refs: dict[str, FrozenList] = {}
 
     def record(self, index: int, record: tuple[int, int, tuple[Any, ...], Frozen]) -> None:
         if index < len(self.closed):
@@ -338,11 +364,19 @@ class RenderCache:
     def truncate(self, count: int) -> None:
         del self.closed[count:], self.revs[count:], self.entries[count:]
 
-    def changed(self, closed: list[dict[str, Any]], last_turn: int) -> list[int]:
+    def changed(
+        self, closed: list[dict[str, Any]], last_turn: int, bumped: list[int] | None = None
+    ) -> list[int]:
         """Indices of the recorded segments whose rev changed or whose lifecycle may have
-        moved on by `last_turn`."""
-        revs = [segment.get("rev", 0) for segment in closed]
+        moved on by `last_turn`. `bumped`: the only segments whose rev may have changed
+        since the last render (None: any of them)."""
         found: set[int] = set()
+        count = min(len(closed), len(self.revs))  # segments closed since are not recorded yet
+        if bumped is not None:
+            found.update(n for n in bumped if n < count and closed[n].get("rev", 0) != self.revs[n])
+            revs = self.revs
+        else:
+            revs = [segment.get("rev", 0) for segment in closed[:count]]
         if revs != self.revs:  # look into the blocks that differ only (compared in C)
             for start in range(0, len(revs), 64):
                 if revs[start : start + 64] != self.revs[start : start + 64]:
@@ -357,6 +391,31 @@ class RenderCache:
             if index < len(self.closed) and self.closed[index][1] == expiry:
                 found.add(index)
         return sorted(found)
+
+    def refs(self, effort: dict[str, Any]) -> FrozenList:
+        """The effort's closed segments as a FrozenList, extended by those closed since
+        the last call (the fold only ever appends to an effort's list)."""
+        segments = effort["segments"]
+        known = self.effort_refs.get(effort["id"])
+        if (
+            known is None
+            or len(known) > len(segments)
+            or (known and segments[len(known) - 1] != known[-1])
+        ):
+            known = FrozenList(segments)
+        elif len(known) < len(segments):
+            known = known.extended(segments[len(known) :])
+        self.effort_refs[effort["id"]] = known
+        return known
+
+    def bumped_since(self, state: State) -> list[int] | None:
+        """The closed segments whose rev the fold bumped since the last render, from its
+        note of the latest bumps; None when that note does not reach back so far."""
+        bumps, bumped = state.get("bumps"), state.get("bumped")
+        if bumps is None or bumped is None or self.bumps is None:
+            return None
+        since = bumps - self.bumps
+        return bumped[len(bumped) - since :] if 0 <= since <= len(bumped) else None
 
     def segment_map(
         self, closed: list[dict[str, Any]], segments: list[dict[str, Any]]
@@ -423,7 +482,7 @@ def render(
         if cache is not None
         else {s["id"]: s for s in segments}
     )
-    efforts = _efforts(state, segments, by_segment)
+    efforts = _efforts(state, segments, by_segment, cache)
     last_turn = state["last_turn"]
     capacity = int(config.get("working", "capacity"))
 
@@ -441,8 +500,10 @@ def render(
     open_efforts = [e for e in efforts if e["status"] != "concluded" or e["id"] in marks.focused]
     scored = []
     for effort in open_efforts:
-        score, reasons = _relevance(effort, recent_terms, latest_terms, last_turn, marks, near)
-        focused = effort["id"] in marks.focused or not marks.focused.isdisjoint(effort["segments"])
+        score, reasons = _relevance(
+            effort, recent_terms, latest_terms, last_turn, marks, near, by_segment
+        )
+        focused = effort["id"] in marks.focused or _holds(effort, marks.focused, by_segment)
         scored.append((focused, score, effort, reasons))
     scored.sort(key=lambda item: (not item[0], -item[1], item[2]["id"]))
     active = scored[:capacity]
@@ -530,7 +591,8 @@ def render(
             # only segments whose rev changed, whose lifecycle may have moved on, and
             # those closed since the last render
             known_count = len(cache.closed)
-            for index in cache.changed(state["segments"][:known_count], last_turn):
+            closed = state["segments"]
+            for index in cache.changed(closed, last_turn, cache.bumped_since(state)):
                 entry_of(index, segments[index])
         else:
             cache.heap.clear()
@@ -539,6 +601,7 @@ def render(
             entry_of(index, segments[index])
         cache.truncate(closed_count)
         cache.signature = signature
+        cache.bumps = state.get("bumps")
         manifest_segments = list(cache.entries)
         if len(segments) > closed_count:
             manifest_segments.append(entry_of(closed_count, segments[-1]))
@@ -575,7 +638,7 @@ def render(
                 "effort_id": effort["id"],
                 "topic": effort["topic"],
                 "expanded": bool(
-                    index == 0 or score >= 0.5 or not marks.expanded.isdisjoint(effort["segments"])
+                    index == 0 or score >= 0.5 or _holds(effort, marks.expanded, by_segment)
                 ),
                 "relevance_score": score,
                 "reasons": (["focused by user", *reasons] if focused else reasons),

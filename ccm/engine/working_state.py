@@ -108,11 +108,13 @@ def derive(
         for path in entry[4]:
             if path not in files:
                 files.append(path)
-    decisions = [
-        d["text"]
-        for d in state["decisions"]
-        if not d.get("superseded_by") and d["kind"] == "decision"
-    ]
+    decisions: list[str] = []  # the latest few, found from the end
+    for d in reversed(state["decisions"]):
+        if len(decisions) == LIMIT:
+            break
+        if not d.get("superseded_by") and d["kind"] == "decision":
+            decisions.append(d["text"])
+    decisions.reverse()
 
     blockers = []
     last_resolution = max(
@@ -128,6 +130,6 @@ def derive(
         "completed_steps": completed[-LIMIT:],
         "next_step": next_step,
         "open_files": files[:10],
-        "recent_decisions": decisions[-LIMIT:],
+        "recent_decisions": decisions,
         "blockers": blockers[-3:],
     }
