@@ -6,8 +6,9 @@
 A real daemon (``python -m ccm watch``, a separate process) follows a root holding one
 generated session of each size, already imported, derived and indexed. This process
 appends one turn at a time (a critical instruction with a unique marker, which
-working.yaml lists) and polls working.yaml until the marker shows: the latency covers
-inotify, the debounce, the engine update, the index update and the atomic writes.
+working.yaml lists) and polls working.yaml (a stat; a read when it changed) until the
+marker shows: the latency covers inotify, the debounce, the engine update, the index
+update and the atomic writes.
 
 Then the burst: `--burst` lines appended as fast as possible across `--burst-sessions`
 sessions (20 lines per append), timed until the daemon reports every session caught up.
@@ -85,6 +86,26 @@ def _append(store: Store, session: str, texts: list[str]) -> None:
         )
 
 
+def _shows(path: Path, marker: str) -> Any:
+    """A check that `path` holds `marker`, which reads the file only when a stat says it
+    was replaced or changed: polling every 0.5 ms, reading a 150 KB working.yaml each time
+    would take the CPU the daemon needs on a small machine, more so the larger the file."""
+    last: list[tuple[int, int, int]] = []
+
+    def check() -> bool:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return False
+        seen = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if last and last[0] == seen:
+            return False
+        last[:] = [seen]
+        return marker in path.read_text()
+
+    return check
+
+
 def latency(turns: int, appends: int, work: Path) -> dict[str, Any]:
     root = work / f"root-{turns}"
     root.mkdir()
@@ -100,7 +121,7 @@ def latency(turns: int, appends: int, work: Path) -> dict[str, Any]:
         for n in range(appends):
             marker = f"marker-{turns}-{n}"
             _append(store, "bench", [f"Always keep {marker} in the release notes."])
-            times.append(_wait(lambda m=marker: m in working.read_text(), timeout=60.0))
+            times.append(_wait(_shows(working, marker), timeout=60.0))
     finally:
         _stop(process)
     ordered = sorted(times)

@@ -47,7 +47,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
