@@ -142,6 +142,30 @@ def session_of(root: Path, path: str) -> str | None:
     return None
 
 
+def unpaired_moves() -> None:
+    """Let watchdog pass each move event on at once instead of holding it to pair it.
+
+    On Linux, watchdog holds every IN_MOVED_FROM for half a second to pair it with its
+    IN_MOVED_TO, and its queue sleeps that whole time even when the pair comes at once
+    (the sleeping reader is not woken): each atomic write under ``chats/`` (the daemon's
+    own working.yaml, an editor's save) could hold the next append back by 0.5 s. The
+    daemon needs no pairs, since any event only names a session to look at again, so
+    it sets the wait to zero; an unpaired move arrives as a deletion and a creation.
+    """
+    try:
+        from watchdog.observers import inotify_move_event_grouper as module
+
+        grouper: Any = module.InotifyMoveEventGrouper
+    except ImportError:  # watchdog < 6 names it InotifyBuffer; other systems have none
+        try:
+            from watchdog.observers import inotify_buffer as older  # type: ignore[attr-defined]
+
+            grouper = older.InotifyBuffer
+        except ImportError:
+            return
+    grouper.delay = 0.0
+
+
 def event_kinds() -> list[Any]:
     """The kinds of change the daemon is told of: those that can change a log or a
     session folder. An append is a modification (reported at each write); a log or
@@ -390,6 +414,7 @@ class Daemon:
                             pending.put(session)
 
         self.store.chats.mkdir(parents=True, exist_ok=True)
+        unpaired_moves()
         observer = Observer()
         observer.schedule(
             Handler(), str(self.store.chats), recursive=True, event_filter=event_kinds()

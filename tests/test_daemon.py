@@ -472,3 +472,20 @@ def test_the_observer_is_told_of_writes_not_of_reads(tmp_path: Path) -> None:
         observer.join(timeout=WAIT)
     assert {kind for kind, _ in seen} == {"modified"}
     assert {name for _, name in seen} == {"raw.jsonl"}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify's move pairing")
+def test_the_observer_does_not_hold_moves_back_to_pair_them(root: Path, running: Daemon) -> None:
+    """watchdog's inotify queue sleeps half a second on every IN_MOVED_FROM, even when its
+    IN_MOVED_TO comes at once; with the daemon's own atomic writes under chats/, that
+    held appends back. The daemon's observer passes moves on unpaired, and a log
+    replaced by a rename (an editor's save) is still seen."""
+    from watchdog.observers.inotify_move_event_grouper import InotifyMoveEventGrouper
+
+    assert InotifyMoveEventGrouper.delay == 0
+    raw = root / "chats" / "reading-notes" / "raw.jsonl"
+    replacement = raw.with_name("raw.jsonl.new")
+    replacement.write_bytes(b"".join(raw.read_bytes().splitlines(keepends=True)[:6]))
+    os.replace(replacement, raw)
+    manifest = root / "chats" / "reading-notes" / "manifest.yaml"
+    wait_for(lambda: "turns: 6\n" in manifest.read_text(), "the replaced log's tiers")
