@@ -889,6 +889,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         f"processed"
         + (f" ({', '.join(report['sessions_behind'])})" if report["sessions_behind"] else "")
     )
+    if report["sessions_waiting"]:
+        click.echo(
+            "manifest.yaml and the index wait for appends to pause: "
+            + ", ".join(report["sessions_waiting"])
+        )
     if report["last_batch"]:
         click.echo(f"last update: {report['last_batch']}")
     if report["last_error"]:

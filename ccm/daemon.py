@@ -376,6 +376,7 @@ class Daemon:
                     self._status()
                 if self._index_timeout() == 0.0 or (self.index_due and not batch):
                     self.index_pending()  # appends paused, or too far behind
+                    self._status()
                 if time.monotonic() - last_save >= self.save_every:
                     self.save_all()
                     last_save = time.monotonic()
@@ -434,6 +435,8 @@ class Daemon:
             "last_batch": self.last_batch,
             "last_error": self.last_error,
             "offsets": dict(sorted(self.offsets.items())),
+            # sessions whose manifest.yaml and index wait for the appends to pause
+            "waiting": sorted(self.index_due),
         }
         with contextlib.suppress(OSError):
             atomic_write(
@@ -467,5 +470,6 @@ def status(store: Store) -> dict[str, Any]:
         "last_error": recorded.get("last_error"),
         "behind_bytes": sum(s["behind"] for s in sessions),
         "sessions_behind": [s["session"] for s in sessions if s["behind"]],
+        "sessions_waiting": list(recorded.get("waiting") or []) if pid else [],
         "sessions": len(sessions),
     }

@@ -411,8 +411,12 @@ def test_while_following_the_manifest_waits_for_the_index_and_is_then_written(
     assert "Friday afternoon" in (folder / "working.yaml").read_text()
     assert (folder / "manifest.yaml").read_bytes() == manifest  # waits
     assert set(daemon.index_due) == {"ledger-sync"}
+    daemon._status()  # what `ccm status` reads: the sessions that wait
+    recorded = store.cache / ccm_daemon.STATUS_NAME
+    assert json.loads(recorded.read_text())["waiting"] == ["ledger-sync"]
     daemon.index_pending()
-    assert not daemon.index_due
+    daemon._status()
+    assert not daemon.index_due and json.loads(recorded.read_text())["waiting"] == []
     assert (folder / "manifest.yaml").read_bytes() != manifest
     assert equals_rebuild(root, "ledger-sync")
 
