@@ -752,10 +752,11 @@ class Index:
         if spans:  # the rest of the best topics' exchanges, on their topic's score
             end = exclude_after - 1 if exclude_after is not None else None
             bounds = [(first, last if end is None else min(last, end)) for first, last, _ in firsts]
-            ranges = " OR ".join("first_turn BETWEEN ? AND ?" for _ in bounds)
+            # one range search each (an OR of ranges would scan every exchange)
+            select = "SELECT first_turn FROM units WHERE session=? AND kind='pair' AND first_turn "
             for (start,) in self.db.execute(
-                f"SELECT first_turn FROM units WHERE session=? AND kind='pair' AND ({ranges})",
-                (session, *(n for pair in bounds for n in pair)),
+                " UNION ALL ".join(select + "BETWEEN ? AND ?" for _ in bounds),
+                [n for first, last in bounds for n in (session, first, last)],
             ):
                 value = firsts[bisect.bisect_right(keys, start) - 1][2]
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
