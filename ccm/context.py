@@ -38,6 +38,7 @@ SHARES: dict[str, dict[str, float]] = {
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
+STAMP_TOKENS = 11  # about what "[2024-01-17 10:00] " costs
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -161,16 +162,13 @@ class _Budget:
         self.used += count
 
 
-def _fill(
-    block: Block, candidates: list[tuple[str, Any]], allowance: int, costs: list[int] | None = None
-) -> int:
-    """Add whole lines while they fit in `allowance`; returns tokens used. `costs`, when
-    known (the index stores each unit's tokens), saves counting them again."""
+def _fill(block: Block, candidates: list[tuple[str, Any]], allowance: int) -> int:
+    """Add whole lines while they fit in `allowance`; returns tokens used."""
     used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
     if not candidates or used >= allowance:
         return 0
-    for position, (line, item) in enumerate(candidates):
-        cost = (costs[position] if costs is not None else tokens.count_cached(line)) + 1
+    for line, item in candidates:
+        cost = tokens.count_cached(line) + 1
         if used + cost > allowance:
             continue
         block.lines.append(line)
@@ -411,9 +409,6 @@ def _fill_recall(block: Block, hits: list[Hit], allowance: int) -> int:
         block.items.append({k: v for k, v in hit.as_dict().items() if k != "text"})
     block.tokens = used
     return used
-
-
-STAMP_TOKENS = 11  # about what "[2024-01-17 10:00] " costs
 
 
 def _day_and_text(hit: Hit) -> tuple[str, str]:
