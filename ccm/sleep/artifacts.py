@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from ccm.sleep import notes
-from ccm.sleep.graph import Conflict, Edge, Node, fingerprint
+from ccm.sleep.graph import Conflict, Edge, Node, fingerprint, time_order
 from ccm.sleep.ladder import layer
 
 QUOTE_CHARS = 2000  # longest verbatim quote kept in an artifact
@@ -217,10 +217,6 @@ def slug(text: str) -> str:
     return stem or "conclusion"
 
 
-def _order(node: Node) -> tuple[str, int, str]:
-    return (node.ts, node.turn, node.id)
-
-
 def assign_paths(
     nodes: Sequence[Node],
     known: dict[str, str],
@@ -234,12 +230,12 @@ def assign_paths(
     """
     paths: dict[str, str] = {}
     taken: set[str] = set()
-    for node in sorted(nodes, key=_order):
+    for node in sorted(nodes, key=time_order):
         path = known.get(node.id)
         if path and path.startswith(f"artifacts/{node.kind}/") and path not in taken:
             paths[node.id] = path
             taken.add(path)
-    for node in sorted(nodes, key=_order):
+    for node in sorted(nodes, key=time_order):
         if node.id in paths:
             continue
         stem = f"artifacts/{node.kind}/{slug(node.text)}"

@@ -159,7 +159,8 @@ class _Facts(NamedTuple):
     surface: dict[str, str]  # term -> the word it came from, for evidence
 
 
-def _order(node: Node) -> tuple[str, int, str]:
+def time_order(node: Node) -> tuple[str, int, str]:
+    """A node's place in time: when it was said, then its turn and id (for ties)."""
     return (node.ts, node.turn, node.id)
 
 
@@ -389,7 +390,7 @@ def relink(
     so only the others are compared again (a nightly run after one changed session
     compares the few nodes whose rare terms or windows that session touched).
     """
-    ordered = sorted(nodes, key=_order)
+    ordered = sorted(nodes, key=time_order)
     by_id = {node.id: node for node in ordered}
     if len(by_id) != len(ordered):
         raise ValueError("conclusion graph: two nodes share an id; ids must be unique")
@@ -408,7 +409,7 @@ def _link(
 
     for node in ordered:
         later = by_id.get(node.superseded_by or "")
-        if later is not None and _order(later) > _order(node):
+        if later is not None and time_order(later) > time_order(node):
             keep(
                 Edge(
                     later.id,
@@ -544,7 +545,7 @@ def resolve(nodes: Sequence[Node], edges: Sequence[Edge]) -> Resolution:
             continue
         if edge.source not in by_id or edge.target not in by_id:
             continue
-        earlier, later = sorted((by_id[edge.source], by_id[edge.target]), key=_order)
+        earlier, later = sorted((by_id[edge.source], by_id[edge.target]), key=time_order)
         if edge.type == "supersedes" or (earlier.kind in CHOICE and later.kind in CHOICE):
             winner, loser, rule, outcome = later, earlier, "choice", "superseded"
             reason = (
