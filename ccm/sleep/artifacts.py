@@ -72,18 +72,23 @@ class SessionRecord(TypedDict):
 # ---------------------------------------------------------------- reading a session
 
 
+def _quoted(conclusion: dict[str, Any]) -> list[int]:
+    """The turns an artifact quotes for a conclusion: its turn, after the turn before
+    it when the detector says the conclusion confirms it."""
+    turn = int(conclusion["turn"])
+    if "previous turn" in str(conclusion.get("reason", "")) and turn > 1:
+        return [turn - 1, turn]
+    return [turn]
+
+
 def evidence_turns(manifest: dict[str, Any]) -> set[int]:
-    """The turns an artifact quotes: each conclusion's turn, and the turn before it
-    when the detector says the conclusion confirms it."""
-    wanted: set[int] = set()
-    for segment in manifest.get("segments", []):
-        conclusion = segment.get("conclusion")
-        if not conclusion:
-            continue
-        wanted.add(int(conclusion["turn"]))
-        if "previous turn" in str(conclusion.get("reason", "")) and conclusion["turn"] > 1:
-            wanted.add(int(conclusion["turn"]) - 1)
-    return wanted
+    """The turns the artifacts of a session quote (see `_quoted`)."""
+    return {
+        turn
+        for segment in manifest.get("segments", [])
+        if segment.get("conclusion")
+        for turn in _quoted(segment["conclusion"])
+    }
 
 
 def session_record(
@@ -104,10 +109,7 @@ def session_record(
         if conclusion:
             said = turns.get(int(conclusion["turn"]))
             ts = str(said["ts"]) if said else (last_ts or "")
-            numbers = [int(conclusion["turn"])]
-            if "previous turn" in str(conclusion.get("reason", "")):
-                numbers.insert(0, numbers[0] - 1)
-            for number in numbers:
+            for number in _quoted(conclusion):
                 turn = turns.get(number)
                 if turn is None:
                     continue
