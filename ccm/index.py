@@ -689,8 +689,8 @@ class Index:
         """
         words = query_words(query)
         names = self.speakers_named(session, query)
-        skip = {lexical.stem(part.lower()) for name in names for part in _WORD.findall(name)}
-        terms = [term for term in lexical.stems(words) if term not in skip]
+        asked = _without_names(query, names)  # what is asked about, for words and meaning
+        terms = lexical.stems(query_words(asked))
         read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
         found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
         top = max((hit.score for hit in found), default=0.0) or 1.0
@@ -699,9 +699,7 @@ class Index:
         starts = {hit.turn: hit.pair for hit in found}
         why: dict[int, list[str]] = defaultdict(list)
         if self.semantic:
-            for turn, value in self._semantic(
-                _without_names(query, names) or query, session, exclude_after
-            ).items():
+            for turn, value in self._semantic(asked or query, session, exclude_after).items():
                 base[turn] = base.get(turn, 0.0) + SEMANTIC_WEIGHT * value
                 why[turn].append(f"similar in meaning ({value:.2f})")
         candidates = set(base)
@@ -762,6 +760,7 @@ class Index:
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
         ranked = heapq.nsmallest(limit, exchange.items(), key=lambda item: (-item[1][0], item[0]))
         rows = self._exchanges(session, [first for first, _ in ranked])
+        stemmed = [(word, lexical.stem(word)) for word in words]
         units: list[Hit] = []
         for first, (value, turn) in ranked:
             row = rows.get(first)
@@ -770,7 +769,7 @@ class Index:
             key, first_turn, last_turn, ts, count, text = row
             inside = range(first_turn, last_turn + 1)
             terms_in = {term for t in inside for term in held.get(t, ())}
-            matched = tuple(w for w in words if lexical.stem(w) in terms_in)
+            matched = tuple(word for word, term in stemmed if term in terms_in)
             reasons = [f"matched: {', '.join(matched)}"] if matched else []
             reasons += [r for t in inside for r in why.get(t, ())]
             if not matched and turn in near:
