@@ -31,7 +31,7 @@ from typing import Any
 from ccm import schemas
 from ccm.errors import CCMError, SchemaError
 from ccm.sleep import artifacts, notes, vault
-from ccm.sleep.artifacts import Graph, SessionRecord
+from ccm.sleep.artifacts import Graph, SegmentRecord, SessionRecord
 from ccm.sleep.graph import Edge, Linked, propagate, relink, resolve
 from ccm.store import Store
 
@@ -272,7 +272,8 @@ def _run(
             progress(1)
     report.unchanged = len(records) - len(report.consolidated)
 
-    graph, linked = _settle(store, records, state)
+    segments = artifacts.segments_by_node(records.values())
+    graph, linked = _settle(store, records, segments, state)
     summary = {
         "nodes": len(graph.nodes),
         "edges": len(graph.edges),
@@ -289,7 +290,7 @@ def _run(
     lost = {loser: [c.winner, c.reason] for loser, c in graph.lost_to.items()}
     fresh = set(report.consolidated)
     near = _near_changes(graph, state, network, lost, fresh)
-    pending = _notes(records, graph, fresh, near, state.get("notes", {}))
+    pending = _notes(records, segments, graph, fresh, near, state.get("notes", {}))
     files: dict[str, bytes] = {}
     note_hashes = _sync(root, pending, state.get("notes", {}), report, files)
     reused = {path + ".md" for path in graph.paths.values()}
@@ -393,13 +394,15 @@ def _link_state(linked: dict[str, Linked]) -> dict[str, list[Any]]:
 
 
 def _settle(
-    store: Store, records: dict[str, SessionRecord], state: dict[str, Any]
+    store: Store,
+    records: dict[str, SessionRecord],
+    segments: dict[str, SegmentRecord],
+    state: dict[str, Any],
 ) -> tuple[Graph, dict[str, Linked]]:
     nodes = [node for s in sorted(records) for node in artifacts.nodes_of(records[s])]
     edges, linked = relink(nodes, _link_memo(state))
     settled = resolve(nodes, edges)
     scores = propagate(nodes, edges, settled.status)
-    segments = artifacts.segments_by_node(records.values())
     concluded = [n for n in nodes if segments[n.id]["status"] == "concluded"]
     known: dict[str, str] = state.get("paths") or vault.scan_artifacts(store.root)
     retired = _retired(store, known, concluded, records)
@@ -493,6 +496,7 @@ def _near_changes(
 
 def _notes(
     records: dict[str, SessionRecord],
+    segments: dict[str, SegmentRecord],
     graph: Graph,
     fresh: set[str],
     near: set[str] | None,
@@ -500,7 +504,6 @@ def _notes(
 ) -> list[_Note]:
     """Every note, with the key of its inputs: worked out for the notes `near` a change,
     the last run's for the others (whose inputs are the same)."""
-    segments = artifacts.segments_by_node(records.values())
     found = []
 
     def remembered(path: str, ids: Any) -> str | None:
