@@ -644,11 +644,7 @@ def recall(
         start = _day_bound(since, "--since", end=False)
         end = _day_bound(until, "--until", end=True)
         if session:  # ranked as the context ranks it (speakers, days, neighbours)
-            hits = [
-                hit
-                for hit in index.recall(query, session)
-                if (not start or (hit.ts or "") >= start) and (not end or (hit.ts or "~") <= end)
-            ]
+            hits = [hit for hit in index.recall(query, session) if hit.said_within(start, end)]
         else:
             hits = index.search(query, limit=limit * 3, since=start, until=end)
     kept: list[Any] = []

@@ -127,6 +127,15 @@ class Hit:
     matched: tuple[str, ...]
     why: str = ""
 
+    def said_within(self, since: str | None, until: str | None) -> bool:
+        """Whether the unit was said from `since` up to `until` (ISO prefixes, either may
+        be None); a unit without a time (a segment summary) cannot be placed in one."""
+        if not since and not until:
+            return True
+        if self.ts is None:
+            return False
+        return not (since and self.ts < since) and not (until and self.ts > until)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "session": self.session,
@@ -577,9 +586,7 @@ class Index:
         found.sort(key=lambda hit: -hit.score)
         hits: list[Hit] = []
         for hit in found:
-            if (since or until) and hit.ts is None:
-                continue  # a unit without a time (a segment summary) cannot be placed
-            if (since and hit.ts < since) or (until and hit.ts > until):  # type: ignore[operator]
+            if not hit.said_within(since, until):
                 continue
             if exclude_after is not None and (hit.first_turn or 0) >= exclude_after:
                 continue
