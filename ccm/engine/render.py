@@ -109,12 +109,9 @@ def _marks(events: list[dict[str, Any]]) -> _Marks:
     return marks
 
 
-def critical_items(
-    state: State, events: list[dict[str, Any]], cache: RenderCache | None = None
-) -> list[dict[str, Any]]:
+def critical_items(state: State, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every live critical item: detected ones not superseded, then explicit marks."""
-    detected = cache.detected(state) if cache is not None else _detected_critical(state["critical"])
-    return detected.items + _marked_critical(events)
+    return _detected_critical(state["critical"]).items + _marked_critical(events)
 
 
 def _marked_critical(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
