@@ -371,16 +371,13 @@ class RenderCache:
         count = min(len(closed), len(self.revs))  # segments closed since are not recorded yet
         if bumped is not None:
             found.update(n for n in bumped if n < count and closed[n].get("rev", 0) != self.revs[n])
-            revs = self.revs
         else:
             revs = [segment.get("rev", 0) for segment in closed[:count]]
-        if revs != self.revs:  # look into the blocks that differ only (compared in C)
-            for start in range(0, len(revs), 64):
+            # look into the blocks that differ only (compared in C)
+            for start in range(0, count, 64):
                 if revs[start : start + 64] != self.revs[start : start + 64]:
                     found.update(
-                        n
-                        for n in range(start, min(start + 64, len(revs)))
-                        if revs[n] != self.revs[n]
+                        n for n in range(start, min(start + 64, count)) if revs[n] != self.revs[n]
                     )
         heap = self.heap
         while heap and heap[0][0] <= last_turn:
@@ -588,8 +585,8 @@ def render(
             # only segments whose rev changed, whose lifecycle may have moved on, and
             # those closed since the last render
             known_count = len(cache.closed)
-            closed = state["segments"]
-            for index in cache.changed(closed, last_turn, cache.bumped_since(state)):
+            bumped = cache.bumped_since(state)
+            for index in cache.changed(state["segments"], last_turn, bumped):
                 entry_of(index, segments[index])
         else:
             cache.heap.clear()
