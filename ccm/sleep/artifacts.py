@@ -232,12 +232,13 @@ def assign_paths(
     """
     paths: dict[str, str] = {}
     taken: set[str] = set()
-    for node in sorted(nodes, key=time_order):
+    ordered = sorted(nodes, key=time_order)
+    for node in ordered:
         path = known.get(node.id)
         if path and path.startswith(f"artifacts/{node.kind}/") and path not in taken:
             paths[node.id] = path
             taken.add(path)
-    for node in sorted(nodes, key=time_order):
+    for node in ordered:
         if node.id in paths:
             continue
         stem = f"artifacts/{node.kind}/{slug(node.text)}"
