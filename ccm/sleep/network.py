@@ -158,20 +158,18 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
     ]
     ids = artifacts.assign_paths(shared, {}, lambda path: None)
     edges = [e for e in network.edges if e.source in chosen and e.target in chosen]
+    # each node's edges in edge order: (drawn to it, the other node, the edge)
+    touching: dict[str, list[tuple[bool, str, Edge]]] = {node_id: [] for node_id in chosen}
+    for e in edges:
+        touching[e.source].append((False, e.target, e))
+        if e.target != e.source:
+            touching[e.target].append((True, e.source, e))
     files: dict[str, bytes] = {}
     index = [f"# Shared conclusions (layer {layer} and up)", ""]
     for node_id, record in sorted(chosen.items(), key=lambda item: ids[item[0]]):
         text = clean(str(record["text"]))
         heading = artifacts.title(text)
-        related = [
-            (
-                ("" if e.source == node_id else "in:") + e.type,
-                e.target if e.source == node_id else e.source,
-                e,
-            )
-            for e in edges
-            if node_id in (e.source, e.target)
-        ]
+        related = touching[node_id]
         fields = {
             "id": ids[node_id],
             "type": record["kind"],
@@ -186,10 +184,10 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
             "links": [
                 {
                     "type": e.type,
-                    "direction": "in" if r.startswith("in:") else "out",
+                    "direction": "in" if drawn_in else "out",
                     "id": ids[other],
                 }
-                for r, other, e in related
+                for drawn_in, other, e in related
             ],
         }
         lines = [f"# {notes.inline(heading)}", "", notes.inline(text), ""]
@@ -198,13 +196,8 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
             f"{float(record.get('confidence', 0.0)):.2f} · layer {record['layer']}*"
         )
         lines += ["", "## Related", ""]
-        for relation, other, edge in related:
-            name = relation.removeprefix("in:")
-            shown = (
-                artifacts.RELATION_IN[name]
-                if relation.startswith("in:")
-                else artifacts.RELATION_OUT[name]
-            )
+        for drawn_in, other, edge in related:
+            shown = (artifacts.RELATION_IN if drawn_in else artifacts.RELATION_OUT)[edge.type]
             label = artifacts.title(clean(str(chosen[other]["text"])))
             lines.append(
                 f"- {shown} {notes.wikilink(ids[other], label)}: {notes.inline(clean(edge.evidence))}"
