@@ -141,12 +141,9 @@ class FrozenList(list):  # type: ignore[type-arg]
             part: list[str] = []
             _emit(list(node), indent, part)
             text = node._yaml[indent] = "".join(part)
-        pad = " " * indent
         for longer in reversed(chain):
             part = [text]
-            for item in longer[len(node) :]:
-                part.append(pad + "- ")
-                _item(item, indent + 2, part)
+            _items(longer[len(node) :], indent, part, lead=False)
             text = longer._yaml[indent] = "".join(part)
             longer._base = None  # the text is known: let the shorter lists go
             node = longer
@@ -173,7 +170,7 @@ class Runs:
         self.runs: list[tuple[list[Any], bytes]] = []
 
     def encode(self, items: list[Any], indent: int) -> bytes:
-        size, pad = self.size, " " * indent
+        size = self.size
         chunks = []
         for number, start in enumerate(range(0, len(items), size)):
             run = items[start : start + size]
@@ -191,23 +188,21 @@ class Runs:
                 while frozen < len(run) and type(run[frozen]) is Frozen:
                     frozen += 1
                 head = run[:frozen]
-                encoded = self._encode(head, start, indent, pad)
+                encoded = self._encode(head, start, indent)
                 if number < len(self.runs):
                     self.runs[number] = (head, encoded)
                 else:
                     self.runs.append((head, encoded))
                 chunks.append(encoded)
             if frozen < len(run):
-                chunks.append(self._encode(run[frozen:], start + frozen, indent, pad))
+                chunks.append(self._encode(run[frozen:], start + frozen, indent))
         del self.runs[(len(items) + size - 1) // size :]
         return b"".join(chunks)
 
     @staticmethod
-    def _encode(items: list[Any], start: int, indent: int, pad: str) -> bytes:
+    def _encode(items: list[Any], start: int, indent: int) -> bytes:
         part: list[str] = []
-        for item in items:
-            part.append("- " if not part and start == 0 else pad + "- ")
-            _item(item, indent + 2, part)
+        _items(items, indent, part, lead=start == 0)
         return "".join(part).encode("utf-8")
 
 
@@ -334,15 +329,19 @@ def _emit(data: Any, indent: int, out: list[str]) -> None:
         if not data:
             out.append("[]\n")
             return
-        first = True
-        for item in data:
-            if not first:
-                out.append(pad)
-            first = False
-            out.append("- ")
-            _item(item, indent + 2, out)
+        _items(data, indent, out, lead=True)
         return
     out.append(_scalar(data) + "\n")
+
+
+def _items(items: Iterable[Any], indent: int, out: list[str], lead: bool) -> None:
+    """Block list items at `indent`; with `lead`, the first starts at the current
+    position (no padding), as the first line of a list does."""
+    dash = " " * indent + "- "
+    for item in items:
+        out.append("- " if lead else dash)
+        lead = False
+        _item(item, indent + 2, out)
 
 
 def _item(item: Any, indent: int, out: list[str]) -> None:
