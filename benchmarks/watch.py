@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.generate import write_session  # noqa: E402
 from ccm import daemon as ccm_daemon  # noqa: E402
 from ccm.ingest.pipeline import ingest  # noqa: E402
-from ccm.store import Store, utc_now  # noqa: E402
+from ccm.store import Signature, Store, signature, utc_now  # noqa: E402
 
 TARGETS = {"p50_ms": 20.0, "p99_ms": 100.0, "ratio": 1.5}
 
@@ -90,17 +90,17 @@ def _shows(path: Path, marker: str) -> Any:
     """A check that `path` holds `marker`, which reads the file only when a stat says it
     was replaced or changed: polling every 0.5 ms, reading a 150 KB working.yaml each time
     would take the CPU the daemon needs on a small machine, more so the larger the file."""
-    last: list[tuple[int, int, int]] = []
+    last: Signature | None = None
 
     def check() -> bool:
+        nonlocal last
         try:
-            st = path.stat()
+            seen = signature(path.stat())
         except FileNotFoundError:
             return False
-        seen = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if last and last[0] == seen:
+        if seen == last:
             return False
-        last[:] = [seen]
+        last = seen
         return marker in path.read_text()
 
     return check
