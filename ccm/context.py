@@ -32,7 +32,7 @@ from ccm.store import Store
 # (for a casual message, which recalls nothing, the tail may take all of it)
 SHARES: dict[str, dict[str, float]] = {
     "casual": {"manifest": 0.10, "efforts": 0.20, "tail": 1.0},
-    "recall": {"manifest": 0.05, "efforts": 0.05, "tail": 0.10},
+    "recall": {"manifest": 0.05, "efforts": 0.02, "tail": 0.05},
     "summary": {"manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
