@@ -41,12 +41,17 @@ CREATE TABLE IF NOT EXISTS units(
     last_turn INTEGER,
     ts TEXT,
     tokens INTEGER NOT NULL,
+    shown INTEGER,
     text TEXT NOT NULL,
     tag TEXT NOT NULL,
     speaker TEXT,
     pair INTEGER,
     UNIQUE(session, kind, key)
 );
+CREATE TABLE IF NOT EXISTS meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS speakers(
     session TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -77,6 +82,8 @@ END;
 -- covering: recall looks up the exchange, speaker and time of hundreds of scattered turns
 -- a query; from the index alone, that is a sixth of the time of a row read for each
 CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn, pair, speaker, ts);
+-- the smallest unit of a kind a context could show: recall stops reading what cannot fit
+CREATE INDEX IF NOT EXISTS units_by_shown ON units(session, kind, shown) WHERE shown IS NOT NULL;
 CREATE TABLE IF NOT EXISTS vectors(
     unit INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
@@ -91,7 +98,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 10
+VERSION = 11
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -174,6 +181,12 @@ def undated(text: str) -> str:
     return _STAMP.sub("", text, count=1)
 
 
+def as_shown(kind: str, ts: str | None, text: str) -> str:
+    """A unit's text as a context shows it: an exchange said at a known time loses the
+    time stamp on its first line (it is shown under a heading of its day)."""
+    return undated(text) if kind == "pair" and ts else text
+
+
 def render_group(group: list[dict[str, Any]]) -> list[str]:
     """An exchange as lines: its time once, on the first line, then speaker: text.
 
@@ -216,6 +229,7 @@ class Index:
         # per session: the manifest entries (by id, and in order) and notes last
         # indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {}
+        self._counting: str | None = None  # the token method noted in `meta` (see `_count`)
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -236,6 +250,7 @@ class Index:
             self._postings = lexical.Postings(db)
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
+            self._counting = None
         return self._db
 
     @property
@@ -258,6 +273,27 @@ class Index:
         self.close()
 
     # -- updating ------------------------------------------------------------
+    def _count(self, text: str) -> int:
+        """`tokens.count_tokens`, noting in ``meta`` the method the stored counts are
+        made with: a context uses them as exact only when it counts the same way, and
+        counts written under two methods are noted as ``mixed`` (until a rebuild)."""
+        method = tokens.method_in_use()
+        if method != self._counting:
+            noted = self.counted_with()
+            if noted != method:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokens', ?)",
+                    (method if noted is None else "mixed",),
+                )
+            self._counting = method
+        return tokens.count_tokens(text)
+
+    def counted_with(self) -> str | None:
+        """The token method of every stored count (``bpe`` or ``estimate``), ``mixed``,
+        or None before any count was stored."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='tokens'").fetchone()
+        return str(row[0]) if row else None
+
     def _progress(self, session: str) -> tuple[int | None, Cursor]:
         row = self.db.execute(
             "SELECT inode, offset, line FROM progress WHERE session=?", (session,)
@@ -424,13 +460,17 @@ class Index:
         turn records who said it and the first turn of its `exchange`."""
         text = "\n".join(render_group(group)) if text is None else text
         # only exchanges are shown; single turns serve ranking and need no token count
-        count = tokens.count_tokens(text) if kind == "pair" else 0
+        count, shown = 0, None
+        if kind == "pair":
+            count = self._count(text)
+            shown = self._count(as_shown(kind, group[0]["ts"], text))
         cursor = self.db.execute(
-            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag, "
-            "speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
+            "text, tag, speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
-            "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
+            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text "
+            "WHERE units.text != excluded.text",
             (
                 session,
                 kind,
@@ -439,6 +479,7 @@ class Index:
                 group[-1]["turn"],
                 group[0]["ts"],
                 count,
+                shown,
                 text,
                 _tag_column(kind, session),
                 speaker,
@@ -538,17 +579,27 @@ class Index:
             old = have.get((kind, key))
             if old is not None and old[1] == text:
                 continue
-            count = tokens.count_tokens(text)
+            count = self._count(text)  # shown whole: its count is also its `shown`
             if old is None:
                 self.db.execute(
-                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
-                    "VALUES (?,?,?,?,?,NULL,?,?,?)",
-                    (session, kind, key, first, last, count, text, _tag_column(kind, session)),
+                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, "
+                    "shown, text, tag) VALUES (?,?,?,?,?,NULL,?,?,?,?)",
+                    (
+                        session,
+                        kind,
+                        key,
+                        first,
+                        last,
+                        count,
+                        count,
+                        text,
+                        _tag_column(kind, session),
+                    ),
                 )
             else:
                 self.db.execute(
-                    "UPDATE units SET first_turn=?, last_turn=?, tokens=?, text=? WHERE id=?",
-                    (first, last, count, text, old[0]),
+                    "UPDATE units SET first_turn=?, last_turn=?, tokens=?, shown=?, text=? WHERE id=?",
+                    (first, last, count, count, text, old[0]),
                 )
             written += 1
         return written
@@ -615,7 +666,7 @@ class Index:
             if row is None or (turn.session, turn.pair) in best:
                 continue
             matched = tuple(w for w in words if _contains(row[5], w)) if explain else ()
-            key, first, last, ts, count, text = row
+            key, first, last, ts, count, text, _ = row
             best[(turn.session, turn.pair)] = Hit(
                 turn.session, "pair", key, first, last, ts, count, text, turn.score, matched
             )
@@ -630,7 +681,7 @@ class Index:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             for row in self.db.execute(
-                "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
+                "SELECT key, first_turn, last_turn, ts, tokens, text, shown FROM units "
                 f"WHERE session=? AND kind='pair' AND key IN ({','.join('?' * len(chunk))})",
                 (session, *chunk),
             ):
@@ -773,7 +824,7 @@ class Index:
             row = rows.get(first)
             if row is None:
                 continue
-            key, first_turn, last_turn, ts, count, text = row
+            key, first_turn, last_turn, ts, count, text, _ = row
             inside = range(first_turn, last_turn + 1)
             terms_in = {term for t in inside for term in held.get(t, ())}
             matched = tuple(word for word, term in stemmed if term in terms_in)

@@ -145,6 +145,22 @@ def test_recall_fills_what_the_other_blocks_leave(root: Path, budget: int) -> No
         assert tokens.count_cached(text) + 1 + heading > left
 
 
+def test_the_index_stores_the_token_count_of_each_unit_as_a_context_shows_it(
+    root: Path,
+) -> None:
+    from ccm.index import Index, as_shown
+
+    with Index(Store(root)) as index:
+        rows = index.db.execute(
+            "SELECT kind, ts, text, tokens, shown FROM units WHERE kind != 'turn'"
+        ).fetchall()
+        assert {row[0] for row in rows} >= {"pair", "segment"}
+        for kind, ts, text, count, shown in rows:
+            assert count == tokens.count_tokens(text)
+            assert shown == tokens.count_tokens(as_shown(kind, ts, text))
+        assert index.counted_with() == "bpe"
+
+
 def test_a_budget_too_small_for_the_critical_items_is_a_clear_error(root: Path) -> None:
     result = ccm(root, "context", "ledger-sync", "--budget", "60")
     assert result.exit_code == 2 and "cannot hold the critical items" in result.stderr
