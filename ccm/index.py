@@ -23,7 +23,7 @@ import os
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +80,11 @@ WHEN old.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
 -- covering: recall looks up the exchange, speaker and time of hundreds of scattered turns
--- a query; from the index alone, that is a sixth of the time of a row read for each
-CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn, pair, speaker, ts);
+-- a query; from the index alone, that is a sixth of the time of a row read for each (and
+-- a context reads only the exchanges that are short enough to fit)
+CREATE INDEX IF NOT EXISTS units_by_turn ON units(
+    session, kind, first_turn, pair, speaker, ts, shown
+);
 -- the smallest unit of a kind a context could show: recall stops reading what cannot fit
 CREATE INDEX IF NOT EXISTS units_by_shown ON units(session, kind, shown) WHERE shown IS NOT NULL;
 CREATE TABLE IF NOT EXISTS vectors(
@@ -98,7 +101,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 11
+VERSION = 12
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -112,6 +115,8 @@ NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
+SUMMARY_BOUND = SUMMARY_WEIGHT * (1 + 1e-9)  # above what any summary scores, rounding and all
+FIRST_READ = 16  # exchanges a context reads first (then twice as many at each read)
 EMBED_BATCH = 256
 _STAMP = re.compile(r"^\[[^\]]{0,40}\] ")  # the time stamp `render_turn` puts first
 TOOL_CHARS = 300
@@ -674,15 +679,22 @@ class Index:
                 break
         return list(best.values())
 
-    def _exchanges(self, session: str, firsts: list[int]) -> dict[int, tuple[Any, ...]]:
-        """The exchanges starting at `firsts`, by first turn (one query per 500)."""
-        keys = sorted({str(first) for first in firsts})
+    def _exchanges(
+        self, session: str, firsts: list[int], most: int | None = None
+    ) -> dict[int, tuple[Any, ...]]:
+        """The exchanges starting at `firsts`, by first turn (one query per 500); with
+        `most`, only those shown in that many tokens at most (the text of the others,
+        filtered out in SQLite, is not read)."""
+        keys = sorted(set(firsts))
         found: dict[int, tuple[Any, ...]] = {}
+        # by first turn, not by size; the size is in the index: a row too long is not read
+        shorter = "" if most is None else f" AND +shown <= {int(most)}"
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             for row in self.db.execute(
                 "SELECT key, first_turn, last_turn, ts, tokens, text, shown FROM units "
-                f"WHERE session=? AND kind='pair' AND key IN ({','.join('?' * len(chunk))})",
+                f"WHERE session=? AND kind='pair' AND first_turn IN ({','.join('?' * len(chunk))})"
+                + shorter,
                 (session, *chunk),
             ):
                 found[row[1]] = tuple(row)
@@ -728,6 +740,13 @@ class Index:
     def recall(
         self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
     ) -> list[Hit]:
+        """Whole exchanges for `query` (`limit` at most), best first, then segment
+        summaries and notes (see `recalled`)."""
+        return list(self.recalled(query, session, exclude_after, limit))
+
+    def recalled(
+        self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
+    ) -> Recalled:
         """Whole exchanges for `query`, best first, then segment summaries and notes.
 
         Turns are scored, and an exchange takes the score of its best turn:
@@ -816,53 +835,7 @@ class Index:
             ):
                 value = firsts[bisect.bisect_right(keys, start) - 1][2]
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
-        ranked = heapq.nsmallest(limit, exchange.items(), key=lambda item: (-item[1][0], item[0]))
-        rows = self._exchanges(session, [first for first, _ in ranked])
-        stemmed = [(word, lexical.stem(word)) for word in words]
-        units: list[Hit] = []
-        for first, (value, turn) in ranked:
-            row = rows.get(first)
-            if row is None:
-                continue
-            key, first_turn, last_turn, ts, count, text, _ = row
-            inside = range(first_turn, last_turn + 1)
-            terms_in = {term for t in inside for term in held.get(t, ())}
-            matched = tuple(word for word, term in stemmed if term in terms_in)
-            reasons = [f"matched: {', '.join(matched)}"] if matched else []
-            reasons += [r for t in inside for r in why.get(t, ())]
-            if not matched and turn in near:
-                reasons.append("next to a hit")
-            elif not reasons:
-                reasons.append("its segment matches")
-            units.append(
-                Hit(
-                    session,
-                    "pair",
-                    key,
-                    first_turn,
-                    last_turn,
-                    ts,
-                    count,
-                    text,
-                    value,
-                    matched,
-                    "; ".join(dict.fromkeys(reasons)),
-                )
-            )
-        summaries = self._summaries(words, session, ("segment", "note"), 10, True) if words else []
-        best_summary = max((h.score for h in summaries), default=0.0) or 1.0
-        units += [
-            dataclasses.replace(
-                hit,
-                score=SUMMARY_WEIGHT * hit.score / best_summary,
-                why=f"matched: {', '.join(hit.matched)}" if hit.matched else "",
-            )
-            for hit in summaries
-        ]
-        units.sort(key=lambda h: -h.score)
-        if exclude_after is not None:
-            units = [u for u in units if u.first_turn is None or u.first_turn < exclude_after]
-        return units
+        return Recalled(self, session, words, exclude_after, exchange, limit, held, why, near)
 
     def speakers_named(self, session: str, query: str) -> list[str]:
         """The people of `session` (by the names its turns give) that `query` mentions."""
@@ -896,6 +869,168 @@ class Index:
         return int(
             self.db.execute("SELECT count(*) FROM units WHERE session=?", (session,)).fetchone()[0]
         )
+
+
+class Recalled:
+    """The hits of one recall, best first, each read from the index when it is reached.
+
+    Recall ranks every exchange that could answer, hundreds, and a context shows about
+    a dozen: reading the text of all of them, explaining and counting them, would cost
+    as much as ranking them. Iterating gives every hit (what `Index.recall` returns);
+    `shown` gives them with their token counts and leaves unread those of a kind that
+    can no longer fit.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        session: str,
+        words: list[str],
+        exclude_after: int | None,
+        exchange: dict[int, tuple[float, int]],
+        limit: int,
+        held: dict[int, tuple[str, ...]],
+        why: dict[int, list[str]],
+        near: set[int],
+    ) -> None:
+        self._index = index
+        self._session = session
+        self._words = words
+        self._exclude_after = exclude_after
+        self._limit = limit
+        self._held = held
+        self._why = why
+        self._near = near
+        self._stemmed = [(word, lexical.stem(word)) for word in words]
+        # best first: by score, then the earliest exchange (a heap: most are never read)
+        self._order = [(-value, first, turn) for first, (value, turn) in exchange.items()]
+        heapq.heapify(self._order)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return (hit for hit, _ in self._walk(None, False))
+
+    def shown(self, room: Callable[[], int]) -> Iterator[tuple[Hit, int]]:
+        """The hits, each with the tokens of its text as a context shows it (`as_shown`),
+        leaving out those that cannot fit when `room()` tokens are left for a text: once
+        room is below the smallest exchange (or summary or note) of the session, no more
+        of them are read."""
+        counted = self._index.counted_with() == tokens.method_in_use()
+        for hit, count in self._walk(room, counted):
+            # counts stored under another method are not this context's: count again
+            yield (
+                hit,
+                count if counted else tokens.count_cached(as_shown(hit.kind, hit.ts, hit.text)),
+            )
+
+    def _walk(self, room: Callable[[], int] | None, counted: bool) -> Iterator[tuple[Hit, int]]:
+        """The exchanges in order with the summaries merged in by score (on a tie, the
+        exchange first); with `room` and `counted`, a unit that cannot fit is not read."""
+        fit = room if counted else None
+        pair_least, summary_least = self._least() if fit is not None else (0, 0)
+        pairs: Iterator[tuple[Hit, int]] | None = self._pairs(
+            self._limit if room is None else FIRST_READ, fit, pair_least
+        )
+        summaries: list[tuple[Hit, int]] | None = None if self._words else []
+        pair: tuple[Hit, int] | None = None
+        while True:
+            if pair is None and pairs is not None:
+                pair = next(pairs, None)
+                if pair is None:  # none left, or none that fits
+                    pairs = None
+            # a summary scores SUMMARY_WEIGHT at most (FTS5's bm25 gives any match a
+            # negative rank): they are read when the next exchange scores no more
+            if summaries is None and (pair is None or pair[0].score <= SUMMARY_BOUND):
+                fits = fit is None or fit() >= summary_least
+                summaries = self._summaries() if fits else []
+            while summaries and (pair is None or summaries[0][0].score > pair[0].score):
+                yield summaries.pop(0)
+            if pair is None:
+                return
+            yield pair
+            pair = None
+
+    def _pairs(
+        self, first_read: int, fit: Callable[[], int] | None, least: int
+    ) -> Iterator[tuple[Hit, int]]:
+        """The ranked exchanges, up to the limit, read `first_read` at first and then
+        twice as many each time; with `fit`, only those shown in `fit()` tokens, and
+        none once that is below `least` (the smallest exchange)."""
+        order = list(self._order)
+        left, size = self._limit, first_read
+        while left > 0 and order:
+            most = None if fit is None else fit()
+            if most is not None and most < least:
+                return
+            chunk = [heapq.heappop(order) for _ in range(min(size, left, len(order)))]
+            left -= len(chunk)
+            rows = self._index._exchanges(self._session, [first for _, first, _ in chunk], most)
+            for negative, first, turn in chunk:
+                row = rows.get(first)
+                if row is None:  # gone, or too long
+                    continue
+                if self._exclude_after is not None and row[1] >= self._exclude_after:
+                    continue
+                yield self._pair(-negative, turn, row), row[6]
+            size *= 2
+
+    def _pair(self, value: float, turn: int, row: tuple[Any, ...]) -> Hit:
+        """An exchange as a hit, with the query words it holds and why it was found."""
+        key, first_turn, last_turn, ts, count, text, _ = row
+        inside = range(first_turn, last_turn + 1)
+        held, why = self._held, self._why
+        terms_in = {term for t in inside for term in held.get(t, ())}
+        matched = tuple(word for word, term in self._stemmed if term in terms_in)
+        reasons = [f"matched: {', '.join(matched)}"] if matched else []
+        reasons += [r for t in inside for r in why.get(t, ())]
+        if not matched and turn in self._near:
+            reasons.append("next to a hit")
+        elif not reasons:
+            reasons.append("its segment matches")
+        return Hit(
+            self._session,
+            "pair",
+            key,
+            first_turn,
+            last_turn,
+            ts,
+            count,
+            text,
+            value,
+            matched,
+            "; ".join(dict.fromkeys(reasons)),
+        )
+
+    def _summaries(self) -> list[tuple[Hit, int]]:
+        """The segment summaries and notes that match, scored below the exchanges (the
+        best at `SUMMARY_WEIGHT`), with their token counts (they are shown whole)."""
+        found = self._index._summaries(self._words, self._session, ("segment", "note"), 10, True)
+        best = max((hit.score for hit in found), default=0.0) or 1.0
+        end = self._exclude_after
+        return [
+            (
+                dataclasses.replace(
+                    hit,
+                    score=SUMMARY_WEIGHT * hit.score / best,
+                    why=f"matched: {', '.join(hit.matched)}" if hit.matched else "",
+                ),
+                hit.tokens,
+            )
+            for hit in found
+            if end is None or hit.first_turn is None or hit.first_turn < end
+        ]
+
+    def _least(self) -> tuple[int, int]:
+        """The fewest tokens any exchange of the session, and any of its segment
+        summaries and notes, is shown in (0 when there are none)."""
+        least = {
+            kind: self._index.db.execute(
+                "SELECT min(shown) FROM units WHERE session=? AND kind=? AND shown IS NOT NULL",
+                (self._session, kind),
+            ).fetchone()[0]
+            for kind in ("pair", "segment", "note")
+        }
+        summary = [n for n in (least["segment"], least["note"]) if n is not None]
+        return least["pair"] or 0, min(summary, default=0)
 
 
 STOP = frozenset(
