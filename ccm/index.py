@@ -713,9 +713,11 @@ class Index:
         text = " OR ".join(f'"{w}"' for w in words)
         ranked = self.db.execute(
             # rank by the text alone (the tag column only filters), set per query: a
-            # stored rank setting would be a write that breaks other open connections
-            "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? "
-            "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank LIMIT ?",
+            # stored rank setting would be a write that breaks other open connections.
+            # bm25() itself, not a per-query `rank MATCH`, which costs FTS5 a statement
+            # of its own (the same order: ties by rowid, as FTS5's own sort gives them)
+            "SELECT rowid, bm25(units_fts, 1.0, 0.0) AS score FROM units_fts "
+            "WHERE units_fts MATCH ? ORDER BY score, rowid LIMIT ?",
             (f"tag:({tags}) AND text:({text})", limit),
         ).fetchall()
         if not ranked:
