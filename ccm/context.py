@@ -18,6 +18,7 @@ working state are always included; a budget too small for them is an error.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -429,6 +430,7 @@ def _day_and_text(hit: Hit) -> tuple[str, str]:
     return _day(hit), as_shown(hit.kind, hit.ts, hit.text)
 
 
+@functools.lru_cache(maxsize=1024)
 def _day_heading(day: str) -> str:
     """``[2024-01-17 Wed]``: the weekday helps place "last Friday" and "yesterday"."""
     try:

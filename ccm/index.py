@@ -688,14 +688,14 @@ class Index:
         keys = sorted(set(firsts))
         found: dict[int, tuple[Any, ...]] = {}
         # by first turn, not by size; the size is in the index: a row too long is not read
-        shorter = "" if most is None else f" AND +shown <= {int(most)}"
+        shorter = "" if most is None else " AND +shown <= ?"
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             for row in self.db.execute(
                 "SELECT key, first_turn, last_turn, ts, tokens, text, shown FROM units "
                 f"WHERE session=? AND kind='pair' AND first_turn IN ({','.join('?' * len(chunk))})"
                 + shorter,
-                (session, *chunk),
+                (session, *chunk) if most is None else (session, *chunk, most),
             ):
                 found[row[1]] = tuple(row)
         return found
