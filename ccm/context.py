@@ -18,6 +18,7 @@ working state are always included; a budget too small for them is an error.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -25,7 +26,7 @@ from typing import Any
 
 from ccm import derive, tokens
 from ccm.errors import UsageError
-from ccm.index import Hit, Index, pairs, render_group, render_turn, undated
+from ccm.index import Hit, Index, Recalled, as_shown, pairs, render_group, render_turn
 from ccm.store import Store
 
 # shares of the budget per query type; what recall is given is all that the others leave
@@ -323,7 +324,7 @@ def _assemble(
     if kind != "casual" and query:
         # as many exchanges as could fit were each as short as a chat turn or two
         limit = max(20, budget.left // MIN_EXCHANGE_TOKENS)
-        hits = index.recall(query, session, exclude_after=tail_first, limit=limit)
+        hits = index.recalled(query, session, exclude_after=tail_first, limit=limit)
         budget.take(_fill_recall(recall, hits, budget.left))
 
     if budget.left > 0 and len(chosen) < len(tail_turns):
@@ -373,51 +374,63 @@ def _effort_lines(
     return lines
 
 
-def _fill_recall(block: Block, hits: list[Hit], allowance: int) -> int:
+def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
     """The best units that fit in `allowance`, shown in the order they were said under
     the day they were said (a dated exchange loses its own time stamp: a day heading
     shared by several exchanges leaves room for about a sixth more of them); segment
-    summaries and notes follow. Returns the tokens used."""
+    summaries and notes follow. Returns the tokens used.
+
+    The hits come with the token counts of their texts as shown, stored in the index:
+    only those chosen are rendered, and once the room left is below the smallest unit
+    the session has, the rest are not read at all."""
     used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
-    if not hits or used >= allowance:
+    if used >= allowance:
         return 0
-    chosen: list[tuple[str, str, Hit]] = []  # (day, text, hit)
+    chosen: list[tuple[str, Hit]] = []  # (day, hit)
     days: set[str] = set()
-    for hit in hits:
-        day, text = _day_and_text(hit)
+
+    def text_room() -> int:  # what a text may take: each takes a line break too
+        return allowance - used - 1
+
+    for hit, count in hits.shown(text_room):
+        day = _day(hit)
         room = allowance - used
         # the stored count less the stamp's is within a token or two of the exact one
         if hit.tokens - (STAMP_TOKENS if day else 0) > room + 2:
             continue
-        cost = tokens.count_cached(text) + 1
-        if day and day not in days:
+        cost = count + 1
+        if cost <= room and day and day not in days:
             cost += tokens.count_cached(_day_heading(day)) + 1
         if cost > room:
             continue
-        chosen.append((day, text, hit))
+        chosen.append((day, hit))
         days.add(day)
         used += cost
     if not chosen:
         return 0
     shown_day = None
-    for day, text, hit in sorted(chosen, key=lambda c: (c[0] or "~", c[2].first_turn or 0)):
+    for day, hit in sorted(chosen, key=lambda c: (c[0] or "~", c[1].first_turn or 0)):
         if day and day != shown_day:
             block.lines.append(_day_heading(day))
             block.items.append({"day": day})
             shown_day = day
-        block.lines.append(text)
+        block.lines.append(_day_and_text(hit)[1])
         block.items.append({k: v for k, v in hit.as_dict().items() if k != "text"})
     block.tokens = used
     return used
 
 
+def _day(hit: Hit) -> str:
+    """The day a dated exchange was said on (it is shown under its heading), or ""."""
+    return hit.ts[:10] if hit.kind == "pair" and hit.ts else ""
+
+
 def _day_and_text(hit: Hit) -> tuple[str, str]:
     """The day of a dated exchange and its text without the leading time stamp."""
-    if hit.kind != "pair" or not hit.ts:
-        return "", hit.text
-    return hit.ts[:10], undated(hit.text)
+    return _day(hit), as_shown(hit.kind, hit.ts, hit.text)
 
 
+@functools.lru_cache(maxsize=1024)
 def _day_heading(day: str) -> str:
     """``[2024-01-17 Wed]``: the weekday helps place "last Friday" and "yesterday"."""
     try:

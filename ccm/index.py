@@ -23,7 +23,7 @@ import os
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,12 +41,17 @@ CREATE TABLE IF NOT EXISTS units(
     last_turn INTEGER,
     ts TEXT,
     tokens INTEGER NOT NULL,
+    shown INTEGER,
     text TEXT NOT NULL,
     tag TEXT NOT NULL,
     speaker TEXT,
     pair INTEGER,
     UNIQUE(session, kind, key)
 );
+CREATE TABLE IF NOT EXISTS meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS speakers(
     session TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -75,8 +80,13 @@ WHEN old.kind IN ('segment', 'note') BEGIN
     INSERT INTO units_fts(rowid, text, tag) VALUES (new.id, new.text, new.tag);
 END;
 -- covering: recall looks up the exchange, speaker and time of hundreds of scattered turns
--- a query; from the index alone, that is a sixth of the time of a row read for each
-CREATE INDEX IF NOT EXISTS units_by_turn ON units(session, kind, first_turn, pair, speaker, ts);
+-- a query; from the index alone, that is a sixth of the time of a row read for each (and
+-- a context reads only the exchanges that are short enough to fit)
+CREATE INDEX IF NOT EXISTS units_by_turn ON units(
+    session, kind, first_turn, pair, speaker, ts, shown
+);
+-- the smallest unit of a kind a context could show: recall stops reading what cannot fit
+CREATE INDEX IF NOT EXISTS units_by_shown ON units(session, kind, shown) WHERE shown IS NOT NULL;
 CREATE TABLE IF NOT EXISTS vectors(
     unit INTEGER PRIMARY KEY,
     session TEXT NOT NULL,
@@ -91,7 +101,7 @@ CREATE TABLE IF NOT EXISTS progress(
     line INTEGER NOT NULL
 );
 """
-VERSION = 10
+VERSION = 12
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -105,6 +115,8 @@ NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
+SUMMARY_BOUND = SUMMARY_WEIGHT * (1 + 1e-9)  # above what any summary scores, rounding and all
+FIRST_READ = 16  # exchanges a context reads first (then twice as many at each read)
 EMBED_BATCH = 256
 _STAMP = re.compile(r"^\[[^\]]{0,40}\] ")  # the time stamp `render_turn` puts first
 TOOL_CHARS = 300
@@ -174,6 +186,12 @@ def undated(text: str) -> str:
     return _STAMP.sub("", text, count=1)
 
 
+def as_shown(kind: str, ts: str | None, text: str) -> str:
+    """A unit's text as a context shows it: an exchange said at a known time loses the
+    time stamp on its first line (it is shown under a heading of its day)."""
+    return undated(text) if kind == "pair" and ts else text
+
+
 def render_group(group: list[dict[str, Any]]) -> list[str]:
     """An exchange as lines: its time once, on the first line, then speaker: text.
 
@@ -216,6 +234,7 @@ class Index:
         # per session: the manifest entries (by id, and in order) and notes last
         # indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {}
+        self._counting: str | None = None  # the token method noted in `meta` (see `_count`)
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -236,6 +255,7 @@ class Index:
             self._postings = lexical.Postings(db)
             db.execute(f"PRAGMA user_version={VERSION}")
             self._db = db
+            self._counting = None
         return self._db
 
     @property
@@ -258,6 +278,27 @@ class Index:
         self.close()
 
     # -- updating ------------------------------------------------------------
+    def _count(self, text: str) -> int:
+        """`tokens.count_tokens`, noting in ``meta`` the method the stored counts are
+        made with: a context uses them as exact only when it counts the same way, and
+        counts written under two methods are noted as ``mixed`` (until a rebuild)."""
+        method = tokens.method_in_use()
+        if method != self._counting:
+            noted = self.counted_with()
+            if noted != method:
+                self.db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokens', ?)",
+                    (method if noted is None else "mixed",),
+                )
+            self._counting = method
+        return tokens.count_tokens(text)
+
+    def counted_with(self) -> str | None:
+        """The token method of every stored count (``bpe`` or ``estimate``), ``mixed``,
+        or None before any count was stored."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='tokens'").fetchone()
+        return str(row[0]) if row else None
+
     def _progress(self, session: str) -> tuple[int | None, Cursor]:
         row = self.db.execute(
             "SELECT inode, offset, line FROM progress WHERE session=?", (session,)
@@ -424,13 +465,17 @@ class Index:
         turn records who said it and the first turn of its `exchange`."""
         text = "\n".join(render_group(group)) if text is None else text
         # only exchanges are shown; single turns serve ranking and need no token count
-        count = tokens.count_tokens(text) if kind == "pair" else 0
+        count, shown = 0, None
+        if kind == "pair":
+            count = self._count(text)
+            shown = self._count(as_shown(kind, group[0]["ts"], text))
         cursor = self.db.execute(
-            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag, "
-            "speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
+            "text, tag, speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
-            "tokens=excluded.tokens, text=excluded.text WHERE units.text != excluded.text",
+            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text "
+            "WHERE units.text != excluded.text",
             (
                 session,
                 kind,
@@ -439,6 +484,7 @@ class Index:
                 group[-1]["turn"],
                 group[0]["ts"],
                 count,
+                shown,
                 text,
                 _tag_column(kind, session),
                 speaker,
@@ -538,17 +584,27 @@ class Index:
             old = have.get((kind, key))
             if old is not None and old[1] == text:
                 continue
-            count = tokens.count_tokens(text)
+            count = self._count(text)  # shown whole: its count is also its `shown`
             if old is None:
                 self.db.execute(
-                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, text, tag) "
-                    "VALUES (?,?,?,?,?,NULL,?,?,?)",
-                    (session, kind, key, first, last, count, text, _tag_column(kind, session)),
+                    "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, "
+                    "shown, text, tag) VALUES (?,?,?,?,?,NULL,?,?,?,?)",
+                    (
+                        session,
+                        kind,
+                        key,
+                        first,
+                        last,
+                        count,
+                        count,
+                        text,
+                        _tag_column(kind, session),
+                    ),
                 )
             else:
                 self.db.execute(
-                    "UPDATE units SET first_turn=?, last_turn=?, tokens=?, text=? WHERE id=?",
-                    (first, last, count, text, old[0]),
+                    "UPDATE units SET first_turn=?, last_turn=?, tokens=?, shown=?, text=? WHERE id=?",
+                    (first, last, count, count, text, old[0]),
                 )
             written += 1
         return written
@@ -615,7 +671,7 @@ class Index:
             if row is None or (turn.session, turn.pair) in best:
                 continue
             matched = tuple(w for w in words if _contains(row[5], w)) if explain else ()
-            key, first, last, ts, count, text = row
+            key, first, last, ts, count, text, _ = row
             best[(turn.session, turn.pair)] = Hit(
                 turn.session, "pair", key, first, last, ts, count, text, turn.score, matched
             )
@@ -623,16 +679,23 @@ class Index:
                 break
         return list(best.values())
 
-    def _exchanges(self, session: str, firsts: list[int]) -> dict[int, tuple[Any, ...]]:
-        """The exchanges starting at `firsts`, by first turn (one query per 500)."""
-        keys = sorted({str(first) for first in firsts})
+    def _exchanges(
+        self, session: str, firsts: list[int], most: int | None = None
+    ) -> dict[int, tuple[Any, ...]]:
+        """The exchanges starting at `firsts`, by first turn (one query per 500); with
+        `most`, only those shown in that many tokens at most (the text of the others,
+        filtered out in SQLite, is not read)."""
+        keys = sorted(set(firsts))
         found: dict[int, tuple[Any, ...]] = {}
+        # by first turn, not by size; the size is in the index: a row too long is not read
+        shorter = "" if most is None else " AND +shown <= ?"
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             for row in self.db.execute(
-                "SELECT key, first_turn, last_turn, ts, tokens, text FROM units "
-                f"WHERE session=? AND kind='pair' AND key IN ({','.join('?' * len(chunk))})",
-                (session, *chunk),
+                "SELECT key, first_turn, last_turn, ts, tokens, text, shown FROM units "
+                f"WHERE session=? AND kind='pair' AND first_turn IN ({','.join('?' * len(chunk))})"
+                + shorter,
+                (session, *chunk) if most is None else (session, *chunk, most),
             ):
                 found[row[1]] = tuple(row)
         return found
@@ -650,9 +713,11 @@ class Index:
         text = " OR ".join(f'"{w}"' for w in words)
         ranked = self.db.execute(
             # rank by the text alone (the tag column only filters), set per query: a
-            # stored rank setting would be a write that breaks other open connections
-            "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? "
-            "AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank LIMIT ?",
+            # stored rank setting would be a write that breaks other open connections.
+            # bm25() itself, not a per-query `rank MATCH`, which costs FTS5 a statement
+            # of its own (the same order: ties by rowid, as FTS5's own sort gives them)
+            "SELECT rowid, bm25(units_fts, 1.0, 0.0) AS score FROM units_fts "
+            "WHERE units_fts MATCH ? ORDER BY score, rowid LIMIT ?",
             (f"tag:({tags}) AND text:({text})", limit),
         ).fetchall()
         if not ranked:
@@ -677,6 +742,13 @@ class Index:
     def recall(
         self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
     ) -> list[Hit]:
+        """Whole exchanges for `query` (`limit` at most), best first, then segment
+        summaries and notes (see `recalled`)."""
+        return list(self.recalled(query, session, exclude_after, limit))
+
+    def recalled(
+        self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
+    ) -> Recalled:
         """Whole exchanges for `query`, best first, then segment summaries and notes.
 
         Turns are scored, and an exchange takes the score of its best turn:
@@ -765,53 +837,7 @@ class Index:
             ):
                 value = firsts[bisect.bisect_right(keys, start) - 1][2]
                 exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
-        ranked = heapq.nsmallest(limit, exchange.items(), key=lambda item: (-item[1][0], item[0]))
-        rows = self._exchanges(session, [first for first, _ in ranked])
-        stemmed = [(word, lexical.stem(word)) for word in words]
-        units: list[Hit] = []
-        for first, (value, turn) in ranked:
-            row = rows.get(first)
-            if row is None:
-                continue
-            key, first_turn, last_turn, ts, count, text = row
-            inside = range(first_turn, last_turn + 1)
-            terms_in = {term for t in inside for term in held.get(t, ())}
-            matched = tuple(word for word, term in stemmed if term in terms_in)
-            reasons = [f"matched: {', '.join(matched)}"] if matched else []
-            reasons += [r for t in inside for r in why.get(t, ())]
-            if not matched and turn in near:
-                reasons.append("next to a hit")
-            elif not reasons:
-                reasons.append("its segment matches")
-            units.append(
-                Hit(
-                    session,
-                    "pair",
-                    key,
-                    first_turn,
-                    last_turn,
-                    ts,
-                    count,
-                    text,
-                    value,
-                    matched,
-                    "; ".join(dict.fromkeys(reasons)),
-                )
-            )
-        summaries = self._summaries(words, session, ("segment", "note"), 10, True) if words else []
-        best_summary = max((h.score for h in summaries), default=0.0) or 1.0
-        units += [
-            dataclasses.replace(
-                hit,
-                score=SUMMARY_WEIGHT * hit.score / best_summary,
-                why=f"matched: {', '.join(hit.matched)}" if hit.matched else "",
-            )
-            for hit in summaries
-        ]
-        units.sort(key=lambda h: -h.score)
-        if exclude_after is not None:
-            units = [u for u in units if u.first_turn is None or u.first_turn < exclude_after]
-        return units
+        return Recalled(self, session, words, exclude_after, exchange, limit, held, why, near)
 
     def speakers_named(self, session: str, query: str) -> list[str]:
         """The people of `session` (by the names its turns give) that `query` mentions."""
@@ -845,6 +871,168 @@ class Index:
         return int(
             self.db.execute("SELECT count(*) FROM units WHERE session=?", (session,)).fetchone()[0]
         )
+
+
+class Recalled:
+    """The hits of one recall, best first, each read from the index when it is reached.
+
+    Recall ranks every exchange that could answer, hundreds, and a context shows about
+    a dozen: reading the text of all of them, explaining and counting them, would cost
+    as much as ranking them. Iterating gives every hit (what `Index.recall` returns);
+    `shown` gives them with their token counts and leaves unread those of a kind that
+    can no longer fit.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        session: str,
+        words: list[str],
+        exclude_after: int | None,
+        exchange: dict[int, tuple[float, int]],
+        limit: int,
+        held: dict[int, tuple[str, ...]],
+        why: dict[int, list[str]],
+        near: set[int],
+    ) -> None:
+        self._index = index
+        self._session = session
+        self._words = words
+        self._exclude_after = exclude_after
+        self._limit = limit
+        self._held = held
+        self._why = why
+        self._near = near
+        self._stemmed = [(word, lexical.stem(word)) for word in words]
+        # best first: by score, then the earliest exchange (a heap: most are never read)
+        self._order = [(-value, first, turn) for first, (value, turn) in exchange.items()]
+        heapq.heapify(self._order)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return (hit for hit, _ in self._walk(None, False))
+
+    def shown(self, room: Callable[[], int]) -> Iterator[tuple[Hit, int]]:
+        """The hits, each with the tokens of its text as a context shows it (`as_shown`),
+        leaving out those that cannot fit when `room()` tokens are left for a text: once
+        room is below the smallest exchange (or summary or note) of the session, no more
+        of them are read."""
+        counted = self._index.counted_with() == tokens.method_in_use()
+        for hit, count in self._walk(room, counted):
+            # counts stored under another method are not this context's: count again
+            yield (
+                hit,
+                count if counted else tokens.count_cached(as_shown(hit.kind, hit.ts, hit.text)),
+            )
+
+    def _walk(self, room: Callable[[], int] | None, counted: bool) -> Iterator[tuple[Hit, int]]:
+        """The exchanges in order with the summaries merged in by score (on a tie, the
+        exchange first); with `room` and `counted`, a unit that cannot fit is not read."""
+        fit = room if counted else None
+        pair_least, summary_least = self._least() if fit is not None else (0, 0)
+        pairs: Iterator[tuple[Hit, int]] | None = self._pairs(
+            self._limit if room is None else FIRST_READ, fit, pair_least
+        )
+        summaries: list[tuple[Hit, int]] | None = None if self._words else []
+        pair: tuple[Hit, int] | None = None
+        while True:
+            if pair is None and pairs is not None:
+                pair = next(pairs, None)
+                if pair is None:  # none left, or none that fits
+                    pairs = None
+            # a summary scores SUMMARY_WEIGHT at most (FTS5's bm25 gives any match a
+            # negative rank): they are read when the next exchange scores no more
+            if summaries is None and (pair is None or pair[0].score <= SUMMARY_BOUND):
+                fits = fit is None or fit() >= summary_least
+                summaries = self._summaries() if fits else []
+            while summaries and (pair is None or summaries[0][0].score > pair[0].score):
+                yield summaries.pop(0)
+            if pair is None:
+                return
+            yield pair
+            pair = None
+
+    def _pairs(
+        self, first_read: int, fit: Callable[[], int] | None, least: int
+    ) -> Iterator[tuple[Hit, int]]:
+        """The ranked exchanges, up to the limit, read `first_read` at first and then
+        twice as many each time; with `fit`, only those shown in `fit()` tokens, and
+        none once that is below `least` (the smallest exchange)."""
+        order = list(self._order)
+        left, size = self._limit, first_read
+        while left > 0 and order:
+            most = None if fit is None else fit()
+            if most is not None and most < least:
+                return
+            chunk = [heapq.heappop(order) for _ in range(min(size, left, len(order)))]
+            left -= len(chunk)
+            rows = self._index._exchanges(self._session, [first for _, first, _ in chunk], most)
+            for negative, first, turn in chunk:
+                row = rows.get(first)
+                if row is None:  # gone, or too long
+                    continue
+                if self._exclude_after is not None and row[1] >= self._exclude_after:
+                    continue
+                yield self._pair(-negative, turn, row), row[6]
+            size *= 2
+
+    def _pair(self, value: float, turn: int, row: tuple[Any, ...]) -> Hit:
+        """An exchange as a hit, with the query words it holds and why it was found."""
+        key, first_turn, last_turn, ts, count, text, _ = row
+        inside = range(first_turn, last_turn + 1)
+        held, why = self._held, self._why
+        terms_in = {term for t in inside for term in held.get(t, ())}
+        matched = tuple(word for word, term in self._stemmed if term in terms_in)
+        reasons = [f"matched: {', '.join(matched)}"] if matched else []
+        reasons += [r for t in inside for r in why.get(t, ())]
+        if not matched and turn in self._near:
+            reasons.append("next to a hit")
+        elif not reasons:
+            reasons.append("its segment matches")
+        return Hit(
+            self._session,
+            "pair",
+            key,
+            first_turn,
+            last_turn,
+            ts,
+            count,
+            text,
+            value,
+            matched,
+            "; ".join(dict.fromkeys(reasons)),
+        )
+
+    def _summaries(self) -> list[tuple[Hit, int]]:
+        """The segment summaries and notes that match, scored below the exchanges (the
+        best at `SUMMARY_WEIGHT`), with their token counts (they are shown whole)."""
+        found = self._index._summaries(self._words, self._session, ("segment", "note"), 10, True)
+        best = max((hit.score for hit in found), default=0.0) or 1.0
+        end = self._exclude_after
+        return [
+            (
+                dataclasses.replace(
+                    hit,
+                    score=SUMMARY_WEIGHT * hit.score / best,
+                    why=f"matched: {', '.join(hit.matched)}" if hit.matched else "",
+                ),
+                hit.tokens,
+            )
+            for hit in found
+            if end is None or hit.first_turn is None or hit.first_turn < end
+        ]
+
+    def _least(self) -> tuple[int, int]:
+        """The fewest tokens any exchange of the session, and any of its segment
+        summaries and notes, is shown in (0 when there are none)."""
+        least = {
+            kind: self._index.db.execute(
+                "SELECT min(shown) FROM units WHERE session=? AND kind=? AND shown IS NOT NULL",
+                (self._session, kind),
+            ).fetchone()[0]
+            for kind in ("pair", "segment", "note")
+        }
+        summary = [n for n in (least["segment"], least["note"]) if n is not None]
+        return least["pair"] or 0, min(summary, default=0)
 
 
 STOP = frozenset(

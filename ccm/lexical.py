@@ -308,11 +308,14 @@ class Postings:
         """The `limit` best turns for `terms` by BM25 within their session (`None`: in
         every session), best first. `read`: the lists of `terms`, when already read."""
         found: list[TurnHit] = []
+        searched = 0
         for name, lists in (self.lists(session, terms) if read is None else read).items():
             docs, avgdl = self.stats(name)
             if docs:
                 found += _best(name, lists, docs, avgdl, limit, exclude_after)
-        found.sort(key=lambda hit: (-hit.score, hit.session, hit.turn))
+                searched += 1
+        if searched > 1:  # one session's turns come in this order already
+            found.sort(key=lambda hit: (-hit.score, hit.session, hit.turn))
         return found[:limit]
 
     def topics(
@@ -428,6 +431,8 @@ def _best(
     limit: int,
     exclude_after: int | None,
 ) -> list[TurnHit]:
+    """The `limit` best turns of one session, best first (on a tie, the earliest), each
+    with its exchange and the terms it holds."""
     turns, weights = _bm25(lists, docs, avgdl)
     if exclude_after is not None:
         weights = np.where(turns < exclude_after, weights, 0.0)
@@ -435,26 +440,23 @@ def _best(
     floor = _floor(scores, limit)
     best = np.flatnonzero(scores >= floor if floor > 0 else scores > 0)
     best = best[np.lexsort((best, -scores[best]))][:limit]
-    held: list[list[bool]] = []
+    held = [0] * len(best)  # the terms each turn holds, a bit each
     pair = np.zeros(len(best), dtype=np.int64)
     start = 0
-    for array in lists.values():  # which terms each turn holds, and its exchange
+    for bit, array in enumerate(lists.values()):  # and the turn's exchange
         turns_of = turns[start : start + len(array)]  # this list's turns, contiguous
         start += len(array)
         at = np.minimum(np.searchsorted(turns_of, best), len(turns_of) - 1)
         inside = turns_of[at] == best
         pair[inside] = array["pair"][at[inside]]
-        held.append(inside.tolist())
+        for i in np.flatnonzero(inside).tolist():
+            held[i] |= 1 << bit
+    # the turns hold a few distinct sets of terms: each set's tuple is made once
     names = list(lists)
+    sets = {code: tuple(t for b, t in enumerate(names) if code >> b & 1) for code in set(held)}
     return [
-        TurnHit(
-            session,
-            turn,
-            exchange,
-            score,
-            tuple(term for term, mask in zip(names, held, strict=True) if mask[i]),
-        )
-        for i, (turn, exchange, score) in enumerate(
-            zip(best.tolist(), pair.tolist(), scores[best].tolist(), strict=True)
+        TurnHit(session, turn, exchange, score, sets[code])
+        for turn, exchange, score, code in zip(
+            best.tolist(), pair.tolist(), scores[best].tolist(), held, strict=True
         )
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ccm import tokens
@@ -143,6 +143,147 @@ def test_recall_fills_what_the_other_blocks_leave(root: Path, budget: int) -> No
         day, text = _day_and_text(hit)
         heading = tokens.count_cached(_day_heading(day)) + 1 if day not in days else 0
         assert tokens.count_cached(text) + 1 + heading > left
+
+
+def test_the_index_stores_the_token_count_of_each_unit_as_a_context_shows_it(
+    root: Path,
+) -> None:
+    from ccm.index import Index, as_shown
+
+    with Index(Store(root)) as index:
+        rows = index.db.execute(
+            "SELECT kind, ts, text, tokens, shown FROM units WHERE kind != 'turn'"
+        ).fetchall()
+        assert {row[0] for row in rows} >= {"pair", "segment"}
+        for kind, ts, text, count, shown in rows:
+            assert count == tokens.count_tokens(text)
+            assert shown == tokens.count_tokens(as_shown(kind, ts, text))
+        assert index.counted_with() == "bpe"
+
+
+class _EveryHit:
+    """Every hit of a recall, each counted afresh: what a context would show, had it
+    read and counted them all (as it did before the counts were stored)."""
+
+    def __init__(self, hits: list[Any]) -> None:
+        self.hits = hits
+
+    def shown(self, room: Any) -> Any:
+        from ccm.index import as_shown
+
+        return ((h, tokens.count_cached(as_shown(h.kind, h.ts, h.text))) for h in self.hits)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    picks=st.lists(st.integers(0, len(TEXTS) - 1), min_size=8, max_size=60),
+    query=st.one_of(
+        st.sampled_from(
+            [
+                "Remember the duplicate rows on re-import?",
+                "when did we talk about the ledger import and the fingerprint?",
+            ]
+        ),
+        st.lists(st.sampled_from(sorted(set(" ".join(TEXTS).split()))), min_size=1, max_size=5)
+        .map(" ".join)
+        .map(lambda words: f"what about {words}?"),
+    ),
+    allowances=st.lists(st.integers(0, 4000), min_size=1, max_size=6),
+    limit=st.integers(1, 60),
+    cut=st.one_of(st.none(), st.integers(1, 60)),
+)
+@example(  # a segment summary ranks between the exchanges
+    picks=list(range(1, 21)),
+    query="when did we talk about the ledger import and the fingerprint?",
+    allowances=[100, 500, 2000],
+    limit=60,
+    cut=None,
+)
+def test_recall_reads_only_what_the_context_can_show_and_shows_what_reading_all_would(
+    tmp_path_factory: pytest.TempPathFactory,
+    picks: list[int],
+    query: str,
+    allowances: list[int],
+    limit: int,
+    cut: int | None,
+) -> None:
+    from ccm.context import Block, _fill_recall
+    from ccm.index import Index
+
+    base = tmp_path_factory.mktemp("lazy")
+    source = base / "chat.jsonl"
+    lines = [
+        {
+            "role": "user" if n % 3 != 1 else "assistant",
+            "content": TEXTS[p],
+            "ts": 1_767_000_000 + 5000 * n,  # some exchanges a day apart
+        }
+        for n, p in enumerate(picks)
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = Store(base / "root")
+    ingest(store, [str(source)], derive=True)
+    assemble(store, "chat", 4000, query)  # indexes the session and its segments
+    with Index(store) as index:
+        every = index.recall(query, "chat", exclude_after=cut, limit=limit)
+        assert list(index.recalled(query, "chat", exclude_after=cut, limit=limit)) == every
+        assert len([h for h in every if h.kind == "pair"]) <= limit
+        scores = [h.score for h in every]  # summaries merged in by score, none read ahead
+        assert scores == sorted(scores, reverse=True)
+        for allowance in allowances:
+            lazy, eager = Block("recall", "Recalled"), Block("recall", "Recalled")
+            recalled = index.recalled(query, "chat", exclude_after=cut, limit=limit)
+            used = _fill_recall(lazy, recalled, allowance)
+            assert used == _fill_recall(eager, _EveryHit(every), allowance) <= allowance
+            assert (lazy.lines, lazy.items) == (eager.lines, eager.items)
+
+
+def test_recall_reads_nothing_once_no_unit_of_the_session_can_fit(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ccm.index import Index
+
+    query = "What did we decide about the duplicate rows and the import?"
+    with Index(Store(root)) as index:
+        index.update("ledger-sync")
+        (smallest,) = index.db.execute(  # the shortest unit of the session, as shown
+            "SELECT min(shown) FROM units WHERE session='ledger-sync'"
+        ).fetchone()
+        reads: list[str] = []
+        for name in ("_exchanges", "_summaries"):
+            original = getattr(index, name)
+            monkeypatch.setattr(
+                index, name, lambda *a, _f=original, _n=name: reads.append(_n) or _f(*a)
+            )
+        assert list(index.recalled(query, "ledger-sync").shown(lambda: smallest - 1)) == []
+        assert reads == []
+        assert list(index.recalled(query, "ledger-sync").shown(lambda: smallest))
+        assert reads
+
+
+def test_stored_token_counts_are_used_only_when_counted_the_same_way(tmp_path: Path) -> None:
+    from ccm.index import Index, as_shown
+
+    store = Store(tmp_path / "root")
+    query = "What did we decide about the duplicate rows and the import?"
+    tokens.set_method("estimate")
+    ingest(store, [str(SAMPLE / "sources" / "ledger-sync.jsonl")], session="ledger-sync")
+    with Index(store) as index:
+        index.update("ledger-sync")
+        assert index.counted_with() == "estimate"
+        for method in ("estimate", "bpe"):  # the counts follow the method in use
+            tokens.set_method(method)
+            shown = list(index.recalled(query, "ledger-sync").shown(lambda: 10**6))
+            assert shown
+            for hit, count in shown:
+                assert count == tokens.count_tokens(as_shown(hit.kind, hit.ts, hit.text))
+        ingest(store, [str(SAMPLE / "sources" / "deploy-checklist.jsonl")], session="deploy")
+        index.update("deploy")  # counted with the BPE now: the index holds both
+        assert index.counted_with() == "mixed"
 
 
 def test_a_budget_too_small_for_the_critical_items_is_a_clear_error(root: Path) -> None:

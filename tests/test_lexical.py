@@ -119,6 +119,28 @@ def test_sessions_are_apart_and_a_dropped_one_is_gone() -> None:
     assert postings.last_turn("a") == 0
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    a=turn_texts,
+    b=turn_texts,
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True),
+    limit=st.integers(1, 30),
+)
+def test_a_search_of_every_session_ranks_their_turns_together(
+    a: list[str], b: list[str], query: list[str], limit: int
+) -> None:
+    postings = _postings()
+    postings.add("a", [(n, n, text) for n, text in enumerate(a, 1)])
+    postings.add("b", [(n, n, text) for n, text in enumerate(b, 1)])
+    terms = lexical.stems(query)
+    each = postings.search("a", terms, limit) + postings.search("b", terms, limit)
+    found = postings.search(None, terms, limit)
+    assert found == sorted(each, key=lambda hit: (-hit.score, hit.session, hit.turn))[:limit]
+    for hit in found:  # the terms it holds, in the query's order
+        text = (a if hit.session == "a" else b)[hit.turn - 1]
+        assert hit.terms == tuple(t for t in terms if t in map(lexical.stem, text.split()))
+
+
 def test_exclude_after_and_the_exchange_of_each_turn() -> None:
     postings = _postings()
     postings.add("s", [(1, 1, "sqlite?"), (2, 1, "use sqlite"), (3, 3, "sqlite again")])
