@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ccm import dates, lexical, tokens
 from ccm.engine.text import named_speaker, printable
 from ccm.store import Cursor, Store
@@ -793,39 +795,34 @@ class Index:
             base[turn] = 0.0
         spans = self.postings.topics(session, terms, TOPIC_HITS, read) if terms else []
         best_topic = max((score for _, _, score in spans), default=0.0) or 1.0
+        firsts = sorted((first, last, score) for first, last, score in spans)
+        keys = [first for first, _, _ in firsts]
+        # the candidates as arrays, in the order they were found (which decides ties)
+        turns = np.fromiter(base, dtype=np.int64, count=len(base))
+        values = np.fromiter(base.values(), dtype=np.float64, count=len(base))
         if spans:
-            firsts = sorted((first, last, score) for first, last, score in spans)
-            keys = [first for first, _, _ in firsts]
-            for turn in base:
-                at = bisect.bisect_right(keys, turn) - 1
-                if at >= 0 and firsts[at][0] <= turn <= firsts[at][1]:
-                    base[turn] += TOPIC_WEIGHT * firsts[at][2] / best_topic
+            lasts = np.array([last for _, last, _ in firsts], dtype=np.int64)
+            shares = np.array([score for _, _, score in firsts], dtype=np.float64)
+            at = np.searchsorted(np.array(keys, dtype=np.int64), turns, side="right") - 1
+            inside = (at >= 0) & (turns <= lasts[np.maximum(at, 0)])
+            values[inside] += TOPIC_WEIGHT * shares[at[inside]] / best_topic
         when = dates.window(query)
         # turn -> (exchange, speaker, time): of every turn when who or when matters, else
         # only of those whose exchange the BM25 hits did not already give
         facts = self._turn_facts(
             session, base if names or when else (t for t in base if t not in starts)
         )
-        for turn, (_, name, ts) in facts.items() if names or when else ():
-            if name in names:
-                base[turn] *= 1 + SPEAKER_BOOST
-                why[turn].append(f"said by {name}")
-            if when and when[0] <= ts <= when[1]:
-                base[turn] *= 1 + DATE_BOOST
-                why[turn].append(f"said on {ts[:10]}")
-        get = base.get
-        one, two = NEIGHBOUR_WEIGHT, NEIGHBOUR_WEIGHT**2
-        score = {}
-        for turn, value in base.items():
-            beside = max(get(turn - 1, 0.0), get(turn + 1, 0.0))
-            apart = max(get(turn - 2, 0.0), get(turn + 2, 0.0))
-            score[turn] = value + max(one * beside, two * apart)
+        if names or when:
+            place = {turn: at for at, turn in enumerate(base)}
+            for turn, (_, name, ts) in facts.items():
+                if name in names:
+                    values[place[turn]] *= 1 + SPEAKER_BOOST
+                    why[turn].append(f"said by {name}")
+                if when and when[0] <= ts <= when[1]:
+                    values[place[turn]] *= 1 + DATE_BOOST
+                    why[turn].append(f"said on {ts[:10]}")
         starts.update((turn, fact[0]) for turn, fact in facts.items())
-        exchange: dict[int, tuple[float, int]] = {}  # first turn -> (score, best turn)
-        for turn, value in score.items():
-            first = starts.get(turn)
-            if first is not None and value > exchange.get(first, (0.0, 0))[0]:
-                exchange[first] = (value, turn)
+        exchange = _best_of_exchanges(turns, values, starts)
         if spans:  # the rest of the best topics' exchanges, on their topic's score
             end = exclude_after - 1 if exclude_after is not None else None
             bounds = [(first, last if end is None else min(last, end)) for first, last, _ in firsts]
@@ -1121,6 +1118,42 @@ STOP = frozenset(
         "out",
     ]
 )
+
+
+def _best_of_exchanges(
+    turns: np.ndarray, values: np.ndarray, starts: dict[int, int]
+) -> dict[int, tuple[float, int]]:
+    """Each exchange's score and best turn: first turn -> (score, turn).
+
+    A turn's score is its value plus `NEIGHBOUR_WEIGHT` times the better of its two
+    neighbours' values, or its square times the better of the turns two away, whichever
+    is more; on a tie within an exchange, the turn found first wins."""
+    order = np.argsort(turns, kind="stable")
+    ordered, by_turn = turns[order], values[order]
+
+    def beside(step: int) -> np.ndarray:
+        at = np.minimum(np.searchsorted(ordered, ordered + step), len(ordered) - 1)
+        return np.where(ordered[at] == ordered + step, by_turn[at], 0.0)
+
+    near = np.maximum(beside(-1), beside(1))
+    apart = np.maximum(beside(-2), beside(2))
+    scores = np.empty_like(values)
+    scores[order] = by_turn + np.maximum(NEIGHBOUR_WEIGHT * near, NEIGHBOUR_WEIGHT**2 * apart)
+    get = starts.get
+    first = np.fromiter((get(t, -1) for t in turns.tolist()), dtype=np.int64, count=len(turns))
+    keep = (first >= 0) & (scores > 0.0)
+    found = np.flatnonzero(keep)
+    # best first within each exchange, the earliest found on a tie
+    ranked = found[np.lexsort((found, -scores[found], first[found]))]
+    lead = np.ones(len(ranked), dtype=bool)
+    lead[1:] = first[ranked][1:] != first[ranked][:-1]
+    chosen = ranked[lead]
+    return {
+        exchange: (value, turn)
+        for exchange, value, turn in zip(
+            first[chosen].tolist(), scores[chosen].tolist(), turns[chosen].tolist(), strict=True
+        )
+    }
 
 
 def query_words(query: str) -> list[str]:

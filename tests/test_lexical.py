@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ccm import lexical
+from ccm import index, lexical
 
 WORDS = ["sqlite", "postgres", "wal", "backup", "ledger", "cents", "token", "deploy", "cron"]
 turn_texts = st.lists(
@@ -283,3 +283,49 @@ def test_weights_from_the_table_are_the_formula_to_the_bit(
     norm = 1.2 * (1 - 0.75 + 0.75 * array["length"] / avgdl)
     expected = idf * tf * 2.2 / (tf + norm)
     assert lexical._weights(array, idf, avgdl).tobytes() == expected.tobytes()
+
+
+def _exchanges_by_loop(
+    base: dict[int, float], starts: dict[int, int]
+) -> dict[int, tuple[float, int]]:
+    """The neighbour scoring and best turn per exchange, written plainly with dicts."""
+    get = base.get
+    one, two = index.NEIGHBOUR_WEIGHT, index.NEIGHBOUR_WEIGHT**2
+    score = {}
+    for turn, value in base.items():
+        beside = max(get(turn - 1, 0.0), get(turn + 1, 0.0))
+        apart = max(get(turn - 2, 0.0), get(turn + 2, 0.0))
+        score[turn] = value + max(one * beside, two * apart)
+    exchange: dict[int, tuple[float, int]] = {}
+    for turn, value in score.items():
+        first = starts.get(turn)
+        if first is not None and value > exchange.get(first, (0.0, 0))[0]:
+            exchange[first] = (value, turn)
+    return exchange
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.integers(1, 60),
+        st.one_of(st.just(0.0), st.just(0.5), st.floats(0, 3, allow_nan=False)),
+        max_size=40,
+    ),
+    st.data(),
+)
+def test_best_of_exchanges_equals_the_plain_loop(
+    base: dict[int, float], data: st.DataObject
+) -> None:
+    """Recall's array scoring gives every exchange the same score and best turn as the
+    plain loop, ties (equal values, found in a given order) included."""
+    # turns of an exchange are consecutive; some turns (a tool's output) have none
+    starts = {}
+    first = 1
+    for turn in range(1, 61):
+        if data.draw(st.booleans(), label=f"new exchange at {turn}"):
+            first = turn
+        if data.draw(st.integers(0, 9), label=f"said {turn}"):
+            starts[turn] = first
+    turns = np.fromiter(base, dtype=np.int64, count=len(base))
+    values = np.fromiter(base.values(), dtype=np.float64, count=len(base))
+    assert index._best_of_exchanges(turns, values, starts) == _exchanges_by_loop(base, starts)
