@@ -39,7 +39,6 @@ SHARES: dict[str, dict[str, float]] = {
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
-STAMP_TOKENS = 11  # about what "[2024-01-17 10:00] " costs
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -395,9 +394,6 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
     for hit, count in hits.shown(text_room):
         day = _day(hit)
         room = allowance - used
-        # the stored count less the stamp's is within a token or two of the exact one
-        if hit.tokens - (STAMP_TOKENS if day else 0) > room + 2:
-            continue
         cost = count + 1
         if cost <= room and day and day not in days:
             cost += tokens.count_cached(_day_heading(day)) + 1
@@ -414,7 +410,7 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
             block.lines.append(_day_heading(day))
             block.items.append({"day": day})
             shown_day = day
-        block.lines.append(_day_and_text(hit)[1])
+        block.lines.append(as_shown(hit.kind, hit.ts, hit.text))
         block.items.append({k: v for k, v in hit.as_dict().items() if k != "text"})
     block.tokens = used
     return used
@@ -423,11 +419,6 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
 def _day(hit: Hit) -> str:
     """The day a dated exchange was said on (it is shown under its heading), or ""."""
     return hit.ts[:10] if hit.kind == "pair" and hit.ts else ""
-
-
-def _day_and_text(hit: Hit) -> tuple[str, str]:
-    """The day of a dated exchange and its text without the leading time stamp."""
-    return _day(hit), as_shown(hit.kind, hit.ts, hit.text)
 
 
 @functools.lru_cache(maxsize=1024)

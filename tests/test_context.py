@@ -121,8 +121,8 @@ def test_budget_is_never_exceeded_and_critical_items_are_always_there(
 def test_recall_fills_what_the_other_blocks_leave(root: Path, budget: int) -> None:
     import re
 
-    from ccm.context import _day_and_text, _day_heading
-    from ccm.index import Index
+    from ccm.context import _day, _day_heading
+    from ccm.index import Index, as_shown
 
     store = Store(root)
     query = "What did we decide about the duplicate rows and the import?"
@@ -140,7 +140,7 @@ def test_recall_fills_what_the_other_blocks_leave(root: Path, budget: int) -> No
     assert unshown, "the session holds more than fits"
     # every exchange left out is one that could not have fitted in the room left over
     for hit in unshown:
-        day, text = _day_and_text(hit)
+        day, text = _day(hit), as_shown(hit.kind, hit.ts, hit.text)
         heading = tokens.count_cached(_day_heading(day)) + 1 if day not in days else 0
         assert tokens.count_cached(text) + 1 + heading > left
 
