@@ -12,7 +12,6 @@ of an update is that of the new turns (plus the last, still growing, pair).
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
 import hashlib
@@ -794,18 +793,12 @@ class Index:
         for turn in near:
             base[turn] = 0.0
         spans = self.postings.topics(session, terms, TOPIC_HITS, read) if terms else []
-        best_topic = max((score for _, _, score in spans), default=0.0) or 1.0
-        firsts = sorted((first, last, score) for first, last, score in spans)
-        keys = [first for first, _, _ in firsts]
+        topics = _Topics(spans)
         # the candidates as arrays, in the order they were found (which decides ties)
         turns = np.fromiter(base, dtype=np.int64, count=len(base))
         values = np.fromiter(base.values(), dtype=np.float64, count=len(base))
-        if spans:
-            lasts = np.array([last for _, last, _ in firsts], dtype=np.int64)
-            shares = np.array([score for _, _, score in firsts], dtype=np.float64)
-            at = np.searchsorted(np.array(keys, dtype=np.int64), turns, side="right") - 1
-            inside = (at >= 0) & (turns <= lasts[np.maximum(at, 0)])
-            values[inside] += TOPIC_WEIGHT * shares[at[inside]] / best_topic
+        inside, share = topics.of(turns)
+        values[inside] += share[inside]
         when = dates.window(query)
         # turn -> (exchange, speaker, time): of every turn when who or when matters, else
         # only of those whose exchange the BM25 hits did not already give
@@ -825,15 +818,19 @@ class Index:
         exchange = _best_of_exchanges(turns, values, starts)
         if spans:  # the rest of the best topics' exchanges, on their topic's score
             end = exclude_after - 1 if exclude_after is not None else None
-            bounds = [(first, last if end is None else min(last, end)) for first, last, _ in firsts]
+            bounds = [(first, last if end is None else min(last, end)) for first, last, _ in spans]
             # one range search each (an OR of ranges would scan every exchange)
             select = "SELECT first_turn FROM units WHERE session=? AND kind='pair' AND first_turn "
-            for (start,) in self.db.execute(
-                " UNION ALL ".join(select + "BETWEEN ? AND ?" for _ in bounds),
-                [n for first, last in bounds for n in (session, first, last)],
-            ):
-                value = firsts[bisect.bisect_right(keys, start) - 1][2]
-                exchange.setdefault(start, (TOPIC_WEIGHT * value / best_topic, start))
+            firsts = np.array(
+                self.db.execute(
+                    " UNION ALL ".join(select + "BETWEEN ? AND ?" for _ in bounds),
+                    [n for first, last in bounds for n in (session, first, last)],
+                ).fetchall(),
+                dtype=np.int64,
+            ).reshape(-1)
+            _, share = topics.of(firsts)
+            for start, value in zip(firsts.tolist(), share.tolist(), strict=True):
+                exchange.setdefault(start, (value, start))
         return Recalled(self, session, words, exclude_after, exchange, limit, held, why, near)
 
     def speakers_named(self, session: str, query: str) -> list[str]:
@@ -1020,7 +1017,8 @@ class Recalled:
 
     def _least(self) -> tuple[int, int]:
         """The fewest tokens any exchange of the session, and any of its segment
-        summaries and notes, is shown in (0 when there are none)."""
+        summaries and notes, is shown in (0 when there are none): a query per kind, each
+        one seek in ``units_by_shown`` (a GROUP BY would walk every exchange's entry)."""
         least = {
             kind: self._index.db.execute(
                 "SELECT min(shown) FROM units WHERE session=? AND kind=? AND shown IS NOT NULL",
@@ -1118,6 +1116,27 @@ STOP = frozenset(
         "out",
     ]
 )
+
+
+class _Topics:
+    """The best topics (segments) for a query: which of them a turn lies in, and the
+    share of a score that gives it (`TOPIC_WEIGHT` for the best topic)."""
+
+    def __init__(self, spans: list[tuple[int, int, float]]) -> None:
+        ordered = sorted(spans)
+        self.firsts = np.array([first for first, _, _ in ordered], dtype=np.int64)
+        self.lasts = np.array([last for _, last, _ in ordered], dtype=np.int64)
+        best = max((score for _, _, score in ordered), default=0.0) or 1.0
+        scores = np.array([score for _, _, score in ordered], dtype=np.float64)
+        self.shares = TOPIC_WEIGHT * scores / best
+
+    def of(self, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each of `turns` lies in a best topic, and the share it gets (0 if not)."""
+        if not len(self.firsts):
+            return np.zeros(len(turns), dtype=bool), np.zeros(len(turns))
+        at = np.searchsorted(self.firsts, turns, side="right") - 1
+        inside = (at >= 0) & (turns <= self.lasts[np.maximum(at, 0)])
+        return inside, np.where(inside, self.shares[np.maximum(at, 0)], 0.0)
 
 
 def _best_of_exchanges(
