@@ -73,6 +73,24 @@ TEXTS = [
 ]
 
 
+def _chat(base: Path, picks: list[int], roles: str, seconds: int) -> Store:
+    """A store whose session "chat" holds the sample texts `picks`, said by the roles in
+    the repeating pattern `roles` ("u" user, "a" assistant), one every `seconds`."""
+    source = base / "chat.jsonl"
+    lines = [
+        {
+            "role": "user" if roles[n % len(roles)] == "u" else "assistant",
+            "content": TEXTS[p],
+            "ts": 1_767_000_000 + seconds * n,
+        }
+        for n, p in enumerate(picks)
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = Store(base / "root")
+    ingest(store, [str(source)], derive=True)
+    return store
+
+
 @settings(
     max_examples=40,
     deadline=None,
@@ -94,19 +112,7 @@ TEXTS = [
 def test_budget_is_never_exceeded_and_critical_items_are_always_there(
     tmp_path_factory: pytest.TempPathFactory, picks: list[int], budget: int, query: str | None
 ) -> None:
-    base = tmp_path_factory.mktemp("ctx")
-    source = base / "chat.jsonl"
-    lines = [
-        {
-            "role": "user" if n % 2 == 0 else "assistant",
-            "content": TEXTS[p],
-            "ts": 1_767_000_000 + 90 * n,
-        }
-        for n, p in enumerate(picks)
-    ]
-    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    store = Store(base / "root")
-    ingest(store, [str(source)], derive=True)
+    store = _chat(tmp_path_factory.mktemp("ctx"), picks, "ua", 90)
     context = assemble(store, "chat", budget, query)
     assert tokens.count_tokens(context.text()) <= budget
     critical = next((b for b in context.blocks if b.name == "critical"), None)
@@ -214,19 +220,7 @@ def test_recall_reads_only_what_the_context_can_show_and_shows_what_reading_all_
     from ccm.context import Block, _fill_recall
     from ccm.index import Index
 
-    base = tmp_path_factory.mktemp("lazy")
-    source = base / "chat.jsonl"
-    lines = [
-        {
-            "role": "user" if n % 3 != 1 else "assistant",
-            "content": TEXTS[p],
-            "ts": 1_767_000_000 + 5000 * n,  # some exchanges a day apart
-        }
-        for n, p in enumerate(picks)
-    ]
-    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    store = Store(base / "root")
-    ingest(store, [str(source)], derive=True)
+    store = _chat(tmp_path_factory.mktemp("lazy"), picks, "uau", 5000)  # some a day apart
     assemble(store, "chat", 4000, query)  # indexes the session and its segments
     with Index(store) as index:
         every = index.recall(query, "chat", exclude_after=cut, limit=limit)
