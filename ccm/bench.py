@@ -5,7 +5,8 @@ its turns' time), derive its tiers and index it; then, for each question with
 evidence, assemble the context with the question as the query, at each budget, and
 measure evidence recall: the share of the question's evidence turns whose text is in
 the context. Two baselines are measured the same way: a recency window (the latest
-turns that fit) and BM25 over single turns.
+turns that fit) and BM25 over single turns. Recall is reported overall, per category and
+per conversation.
 
 Evidence ids are normalised (``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"``); ids that
 point at no turn are reported and skipped.
@@ -167,7 +168,7 @@ def run_locomo(
         samples = [samples]
     chosen = methods or default_methods()
     scores: dict[tuple[str, int], dict[str, Any]] = {
-        (m, b): {"hits": defaultdict(list), "tokens": [], "latency": []}
+        (m, b): {"hits": defaultdict(list), "by": defaultdict(list), "tokens": [], "latency": []}
         for m in chosen
         for b in budgets
     }
@@ -196,6 +197,8 @@ def run_locomo(
                             found = sum(1 for content in wanted if content in text) / len(wanted)
                             record = scores[(method, budget)]
                             record["hits"][category].append(found)
+                            if category in SCORED:
+                                record["by"][conversation.sample_id].append(found)
                             record["tokens"].append(tokens.count_tokens(text))
                             record["latency"].append(elapsed * 1000)
             finally:
@@ -213,6 +216,10 @@ def run_locomo(
                 "by_category": {
                     str(c): round(statistics.fmean(record["hits"][c]), 4)
                     for c in sorted(record["hits"])
+                },
+                # how far one conversation is from another: what a held-out one may give
+                "by_conversation": {
+                    name: round(statistics.fmean(found), 4) for name, found in record["by"].items()
                 },
                 "tokens_mean": round(statistics.fmean(record["tokens"]), 1)
                 if record["tokens"]

@@ -726,6 +726,14 @@ def bench_locomo(
             f"{row['tokens_mean']:>6.0f}  {row['latency_ms_p50']:>6.1f}  {row['latency_ms_p95']:>6.1f}"
         )
     click.echo("recall: categories 1-4; category 5 (adversarial) is shown apart")
+    names = list(report["results"][0]["by_conversation"]) if report["results"] else []
+    if len(names) > 1:
+        width = max(8, *(len(name) for name in names))
+        click.echo("\nrecall by conversation")
+        click.echo("method        budget  " + "  ".join(f"{n:>{width}}" for n in names))
+        for row in report["results"]:
+            cells = "  ".join(f"{row['by_conversation'].get(n, 0.0):>{width}.3f}" for n in names)
+            click.echo(f"{row['method']:<13} {row['budget']:>6}  {cells}")
 
 
 def _day_bound(text: str | None, option: str, end: bool) -> str | None:

@@ -500,17 +500,32 @@ def test_bench_on_a_synthetic_locomo_file(tmp_path: Path) -> None:
             },
         ],
     }
+    # a second conversation, the same chat, asked about its very last turn: there the
+    # recency window finds the evidence, in syn-1 it finds none
+    other = json.loads(json.dumps(sample))
+    other["sample_id"] = "syn-2"
+    last = {"question": "How was the weather on day 39?", "answer": "nothing special"}
+    other["qa"] = [{**last, "evidence": ["D2:40"], "category": 4}]
     path = tmp_path / "syn.json"
-    path.write_text(json.dumps([sample]))
+    path.write_text(json.dumps([sample, other]))
     report = run_locomo(path, [300])
     rows = {(r["method"], r["budget"]): r for r in report["results"]}
-    assert report["questions"] == 3 and report["unresolved_evidence"] == ["syn-1:D9:99"]
+    assert report["questions"] == 4 and report["unresolved_evidence"] == ["syn-1:D9:99"]
     assert rows[("ccm", 300)]["recall"] == 1.0
+    assert rows[("ccm", 300)]["by_conversation"] == {"syn-1": 1.0, "syn-2": 1.0}
+    # syn-1 has two scored questions, syn-2 one: the overall recall weighs each question
+    assert rows[("recency", 300)]["by_conversation"] == {"syn-1": 0.0, "syn-2": 1.0}
+    assert rows[("recency", 300)]["recall"] == round(1 / 3, 4)
     assert rows[("ccm", 300)]["by_category"]["5"] == 1.0
     assert rows[("recency", 300)]["recall"] < 1.0
     assert rows[("ccm", 300)]["tokens_mean"] <= 300
     out = CliRunner().invoke(main, ["bench", "locomo", str(path), "--budget", "300", "--json"])
     assert out.exit_code == 0 and json.loads(out.stdout)["results"][0]["method"] == "ccm"
+    table = CliRunner().invoke(main, ["bench", "locomo", str(path), "--budget", "300"])
+    assert table.exit_code == 0, table.output
+    by_conversation = table.stdout.split("recall by conversation\n", 1)[1].splitlines()
+    assert by_conversation[0].split()[2:] == ["syn-1", "syn-2"]
+    assert by_conversation[1].split() == ["ccm", "300", "1.000", "1.000"]
 
 
 def test_recall_filters_by_time(root: Path) -> None:
