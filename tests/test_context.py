@@ -73,6 +73,14 @@ TEXTS = [
 ]
 
 
+# for the property tests that build a root per example (with tmp_path_factory), so that
+# hypothesis's check on function-scoped fixtures does not apply
+ROOT_PER_EXAMPLE = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
 def _chat(base: Path, picks: list[int], roles: str, seconds: int) -> Store:
     """A store whose session "chat" holds the sample texts `picks`, said by the roles in
     the repeating pattern `roles` ("u" user, "a" assistant), one every `seconds`."""
@@ -91,11 +99,7 @@ def _chat(base: Path, picks: list[int], roles: str, seconds: int) -> Store:
     return store
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(ROOT_PER_EXAMPLE, max_examples=40)
 @given(
     picks=st.lists(st.integers(0, len(TEXTS) - 1), min_size=1, max_size=40),
     budget=st.integers(400, 6000),
@@ -180,11 +184,7 @@ class _EveryHit:
         return ((h, tokens.count_cached(as_shown(h.kind, h.ts, h.text))) for h in self.hits)
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(ROOT_PER_EXAMPLE, max_examples=25)
 @given(
     picks=st.lists(st.integers(0, len(TEXTS) - 1), min_size=8, max_size=60),
     query=st.one_of(
