@@ -168,7 +168,12 @@ def run_locomo(
         samples = [samples]
     chosen = methods or default_methods()
     scores: dict[tuple[str, int], dict[str, Any]] = {
-        (m, b): {"hits": defaultdict(list), "by": defaultdict(list), "tokens": [], "latency": []}
+        (m, b): {
+            "hits": defaultdict(list),
+            "conversations": defaultdict(list),
+            "tokens": [],
+            "latency": [],
+        }
         for m in chosen
         for b in budgets
     }
@@ -198,7 +203,7 @@ def run_locomo(
                             record = scores[(method, budget)]
                             record["hits"][category].append(found)
                             if category in SCORED:
-                                record["by"][conversation.sample_id].append(found)
+                                record["conversations"][conversation.sample_id].append(found)
                             record["tokens"].append(tokens.count_tokens(text))
                             record["latency"].append(elapsed * 1000)
             finally:
@@ -219,7 +224,8 @@ def run_locomo(
                 },
                 # how far one conversation is from another: what a held-out one may give
                 "by_conversation": {
-                    name: round(statistics.fmean(found), 4) for name, found in record["by"].items()
+                    name: round(statistics.fmean(found), 4)
+                    for name, found in record["conversations"].items()
                 },
                 "tokens_mean": round(statistics.fmean(record["tokens"]), 1)
                 if record["tokens"]
