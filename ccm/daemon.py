@@ -13,9 +13,10 @@ session, least recently used ones saved and dropped past `MAX_ENGINES`) and the 
 file whose size grows with the session: rewriting it costs its length) and the index
 wait until they pause (`INDEX_IDLE_SECONDS`) or until they are `INDEX_LAG_SECONDS`
 behind, then take all that came in one write and one update. Readers lose nothing by
-it: a CLI command or a recall brings the files and the index up to date itself. Where each file was read to is kept under ``.ccm/`` (the engine cache, the
-index's progress table), so a restarted daemon resumes where it stopped; at start it
-catches up on every session.
+it: a CLI command or a recall brings the files and the index up to date itself. Where
+each file was read to is kept under ``.ccm/`` (the engine cache, the index's progress
+table), so a restarted daemon resumes where it stopped; at start it catches up on every
+session.
 A log truncated or replaced is detected (inode, size) and that session rebuilt. A crash
 at any instant loses nothing: the logs are only read, derived files are replaced
 atomically, and the caches are snapshots of a consistent past point that the next start
