@@ -56,26 +56,18 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-class _Conversation:
-    """One LoCoMo sample imported into a private knowledge root."""
+class MeasuredSession:
+    """One derived and indexed session, and the ways of filling a context from it that
+    the benchmarks compare: ccm's assembly, a recency window and BM25 over single turns.
+    Each method takes the query (None or "" for none) and a budget in tokens."""
 
-    def __init__(self, sample: dict[str, Any], root: Path) -> None:
-        self.sample_id = str(sample.get("sample_id") or "locomo")
-        self.session = slug_session_id(self.sample_id)
-        self.store = Store(root / self.session)
-        self.store.root.mkdir(parents=True)
-        (self.store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
-        source, _ = locomo.sample_session(sample, self.session)
-        append_session(self.store, source, utc_now())
-        self.derived = derive.update(self.store, self.session)
-        self.index = Index(self.store)
-        self.index.update(self.session, self.derived.tiers.manifest)
-        self.turns, _, _ = self.store.read_turns(self.session)
-        self.by_dia = {
-            t["meta"]["dia_id"]: t
-            for t in self.turns
-            if isinstance((t.get("meta") or {}).get("dia_id"), str)
-        }
+    def __init__(self, store: Store, session: str, derived: derive.Derived | None = None) -> None:
+        self.store = store
+        self.session = session
+        self.derived = derived if derived is not None else derive.update(store, session)
+        self.index = Index(store)
+        self.index.update(session, self.derived.tiers.manifest)
+        self.turns, _, _ = store.read_turns(session)
         self._hybrid: Index | None = None  # the semantic method's index, made when first used
         self.single = sqlite3.connect(":memory:")
         self.single.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
@@ -91,22 +83,23 @@ class _Conversation:
             self._hybrid.close()
         self.single.close()
 
-    def semantic(self, question: str, budget: int) -> str:
+    def semantic(self, question: str | None, budget: int) -> str:
         """ccm with hybrid recall (the semantic extra): the same context assembly, with
         embedding similarity added to the ranking."""
         if self._hybrid is None:
             self._hybrid = Index(self.store, semantic=True)
             self._hybrid.embed(self.session)
         return _assemble(
-            self.store, self.session, budget, question, self.derived, self._hybrid
+            self.store, self.session, budget, question or None, self.derived, self._hybrid
         ).text()
 
-    def ccm(self, question: str, budget: int) -> str:
+    def ccm(self, question: str | None, budget: int) -> str:
         return _assemble(
-            self.store, self.session, budget, question, self.derived, self.index
+            self.store, self.session, budget, question or None, self.derived, self.index
         ).text()
 
-    def recency(self, question: str, budget: int) -> str:
+    def recency(self, question: str | None, budget: int) -> str:
+        """The latest rendered turns that fit the budget."""
         chosen: list[str] = []
         used = 0
         for text, cost in zip(reversed(self.rendered), reversed(self.costs), strict=True):
@@ -116,7 +109,11 @@ class _Conversation:
             used += cost
         return "\n".join(reversed(chosen))
 
-    def bm25(self, question: str, budget: int) -> str:
+    def bm25(self, question: str | None, budget: int) -> str:
+        """The single turns BM25 ranks highest for the query, as many as fit; with no
+        query at all, the recency window."""
+        if not question:
+            return self.recency(question, budget)
         words = query_words(question)
         if not words:
             return ""
@@ -134,11 +131,30 @@ class _Conversation:
         return "\n".join(chosen)
 
 
-METHODS: dict[str, Callable[[_Conversation, str, int], str]] = {
-    "ccm": _Conversation.ccm,
-    "recency": _Conversation.recency,
-    "bm25-turns": _Conversation.bm25,
-    "ccm-semantic": _Conversation.semantic,  # needs the extra
+class _Conversation(MeasuredSession):
+    """One LoCoMo sample imported into a private knowledge root."""
+
+    def __init__(self, sample: dict[str, Any], root: Path) -> None:
+        self.sample_id = str(sample.get("sample_id") or "locomo")
+        session = slug_session_id(self.sample_id)
+        store = Store(root / session)
+        store.root.mkdir(parents=True)
+        (store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
+        source, _ = locomo.sample_session(sample, session)
+        append_session(store, source, utc_now())
+        super().__init__(store, session)
+        self.by_dia = {
+            t["meta"]["dia_id"]: t
+            for t in self.turns
+            if isinstance((t.get("meta") or {}).get("dia_id"), str)
+        }
+
+
+METHODS: dict[str, Callable[[MeasuredSession, str | None, int], str]] = {
+    "ccm": MeasuredSession.ccm,
+    "recency": MeasuredSession.recency,
+    "bm25-turns": MeasuredSession.bm25,
+    "ccm-semantic": MeasuredSession.semantic,  # needs the extra
 }
 
 

@@ -736,6 +736,107 @@ def bench_locomo(
             click.echo(f"{row['method']:<13} {row['budget']:>6}  {cells}")
 
 
+@bench.command("scenarios")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_errors_as_exit_codes
+def bench_scenarios(directory: str, as_json: bool) -> None:
+    """Segmentation, conclusions, context and vault quality on labelled scenarios.
+
+    DIRECTORY holds <name>.jsonl chats, each with <name>.labels.yaml beside it. Each
+    chat is imported as its own session and scored against its labels; the context
+    measures are compared with a recency window and BM25 over single turns.
+    """
+    from pathlib import Path
+
+    from ccm.bench_scenarios import run_scenarios
+
+    def progress(name: str) -> None:
+        if not as_json:
+            click.echo(f"  measured {name}", err=True)
+
+    report = run_scenarios(Path(directory), progress)
+    if as_json:
+        _emit_json(report)
+        return
+    _print_scenarios(report)
+
+
+def _print_scenarios(report: dict[str, Any]) -> None:
+    def trio(shares: dict[str, float]) -> str:
+        return "/".join(f"{shares[m]:.2f}" for m in ("ccm", "recency", "bm25"))
+
+    rows = [
+        (
+            "scenario",
+            "turns",
+            "Pk",
+            "concl P/R/F1",
+            "traps",
+            "critical c/r/b",
+            "end terms c/r/b",
+            "checkpoints c/r/b",
+            "recall c/r/b",
+            "conflicts",
+        )
+    ]
+    for item in report["scenarios"]:
+        conclusions = item["conclusions"]
+        rows.append(
+            (
+                item["scenario"],
+                str(item["turns"]),
+                f"{item['segmentation']['pk']:.3f}",
+                f"{conclusions['precision']:.2f}/{conclusions['recall']:.2f}/{conclusions['f1']:.2f}",
+                f"{conclusions['counts']['traps']}/{conclusions['counts']['false_conclusions']}",
+                trio(item["critical"]["share"]),
+                trio(item["end_terms"]["share"]),
+                trio(item["checkpoints"]["share"]),
+                trio(item["recall"]["score"]),
+                f"{item['conflicts']['resolved']}/{item['conflicts']['total']}",
+            )
+        )
+    total = report["totals"]
+    conclusions = total["conclusions"]
+    rows.append(
+        (
+            "total",
+            str(total["turns"]),
+            f"{total['pk_mean']:.3f}",
+            f"{conclusions['precision']:.2f}/{conclusions['recall']:.2f}/{conclusions['f1']:.2f}",
+            f"{conclusions['traps']}/{conclusions['false_conclusions']}",
+            trio(total["critical"]["share"]),
+            trio(total["end_terms"]["share"]),
+            trio(total["checkpoints"]["share"]),
+            trio(total["recall"]["score"]),
+            f"{total['conflicts']['resolved']}/{total['conflicts']['total']}",
+        )
+    )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo(
+            "  ".join(
+                cell.ljust(width) if i == 0 else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ).rstrip()
+        )
+    vault = report["vault"]
+    click.echo(
+        f"Pk: mean over scenarios (pooled {total['pk_pooled']:.3f}); conclusions: "
+        f"{conclusions['matched']} of {conclusions['predicted']} predicted match "
+        f"{conclusions['gold']} gold; traps: accepted/labelled; c/r/b: ccm/recency/bm25; "
+        f"recall: mean over {total['recall']['questions']} questions"
+    )
+    click.echo(
+        f"vault: stated {vault['stated']} of {vault['conclusions']} = {vault['stated_share']:.2f}, "
+        f"junk titles {vault['junk']} of {vault['notes']}"
+    )
+    for item in report["scenarios"]:
+        for error in item["errors"]:
+            click.echo(f"warning: {item['scenario']}: {error}", err=True)
+    click.echo(f"{total['scenarios']} scenarios measured in {report['seconds']:.1f} s")
+
+
 def _day_bound(text: str | None, option: str, end: bool) -> str | None:
     """A date or time as the ISO prefix the index compares with; a bare date covers
     its whole day."""
