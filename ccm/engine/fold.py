@@ -47,7 +47,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -59,6 +59,8 @@ DECISIONS_KEPT = 200
 CONCLUSIONS_KEPT = 500
 COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common to match on
 FAILURES_KEPT = 100
+CRITICAL_COMPARED = 200  # live rules a new one is compared with, for a change
+CRITICAL_REPLACED_KEPT = 20
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
@@ -123,6 +125,7 @@ def new_state(session: str) -> State:
         "failures": [],
         "critical": [],
         "critical_keys": {},
+        "critical_replaced": [],  # [turn, replaced at turn, text] of the latest changes
         "decisions": [],
         "conclusions": [],
         "efforts": [],
@@ -418,10 +421,6 @@ def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id
 
 
 def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
-    for item in state["critical"]:
-        if item["kind"] == "decision" and item["turn"] == earlier["turn"]:
-            item["superseded_by"] = turn
-            state["critical_rev"] += 1
     current = state["current"]
     holders = [current["open"]] if current else []
     for entry_list in holders:
@@ -445,6 +444,17 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     if key in state["critical_keys"]:
         return
     state["critical_keys"][key] = turn
+    # a rule the user changes ("P0 now, not P1") replaces the latest live one it
+    # restates; the change is kept in the state (working.yaml shows the latest ones)
+    for item in reversed(state["critical"][-CRITICAL_COMPARED:]):
+        if item.get("superseded_by") or item["turn"] == turn:
+            continue
+        if critical.replaces(text, item["text"]):
+            item["superseded_by"] = turn
+            state["critical_rev"] += 1
+            state["critical_replaced"].append([item["turn"], turn, item["text"]])
+            del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+            break
     state["critical"].append(
         {
             "id": f"crit_{len(state['critical']) + 1}",
@@ -579,8 +589,6 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         state["conclusions"].append({**found.as_dict(), "segment": state["current"]["id"]})
         del state["conclusions"][:-CONCLUSIONS_KEPT]
         _register_conclusion(state, found, state["current"]["id"])
-        if found.kind == "decision" and role == "user" and addressed:
-            _add_critical(state, number, "decision", found.text)
     if addressed and not (role == "system" and injected):
         for kind, sentence in critical.detect(role, text):
             _add_critical(state, number, kind, sentence)

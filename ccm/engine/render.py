@@ -643,5 +643,9 @@ def render(
         "displaced": [item[2]["id"] for item in scored[capacity:]],
         "state": working_state.derive(state, segments, efforts, critical, by_segment),
         "critical": detected.texts.extended(c["text"] for c in marked),
+        "critical_replaced": [
+            {"text": text, "turn": turn, "replaced_by": later}
+            for turn, later, text in state["critical_replaced"]
+        ],
     }
     return Tiers(manifest, open_doc, working)

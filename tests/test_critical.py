@@ -1,0 +1,166 @@
+"""Critical items: every rule a user lays down, however it is phrased, and nothing else.
+
+The sentences here were written for these tests (paraphrases of how people state rules
+to an assistant), not taken from the development scenarios.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ccm.engine.critical import detect, replaces, units
+from ccm.engine.fold import Params, fold, new_state
+
+RULES = [
+    "Hard budget: €4,200 for both of us.",
+    "max one stop, no layover longer than 4 hours",
+    "oh and important: I get motion sick on buses",
+    "We're flying economy, that's non-negotiable.",
+    "heads up: we're on MSRV 1.74",
+    "please keep commit messages conventional",
+    "whatever we do, the gas line stays",
+    "we can look but don't write to prod",
+    "Never push directly to main.",
+    "I'm vegetarian, so no steakhouses.",
+    "The API must stay backwards compatible.",
+    "no more than 3 hotel changes",
+    "Keep the PR under 400 lines.",
+    "Only use the staging database for experiments.",
+    "We need to be out of the flat by the 30th.",
+    "deadline is Thursday noon, no extensions",
+    "my wife can't do long hikes, keep them under 2 hours",
+    "from now on, write the tests first",
+    "Use pnpm, not npm.",
+    "Don't mention the price to the client.",
+    "Tabs, not spaces, in this repo.",
+    "I'd rather not take night trains.",
+    "Leave the legacy folder alone.",
+    "nothing in docs/ gets touched without Anna's sign-off",
+    "Any schema change needs Maria's approval first.",
+    "Stick to the standard library, no new dependencies.",
+    "answers in British English please",
+    "we only have 2 days in Rome, so max 3 sights a day",
+    "the kids must be in bed by 8",
+    "Remember: the client is in UTC-5, schedule calls after 3pm our time.",
+    "Hotels need to have a pool, the kids insist on it.",
+    "make sure every endpoint has a rate limit",
+    "all prices in CHF please",
+    "Remember to rotate the backup keys monthly.",
+    "don't forget to tag the release",
+]
+NOT_RULES = [
+    "Should we use Redis for this?",
+    "so Redis it is?",
+    "Maybe we should cap it at 3?",
+    "what if we skip the layover?",
+    "I ran the tests and they all pass now.",
+    "The function must be failing on empty input.",
+    "that must have been annoying",
+    "can you check the logs?",
+    "ok commit it",
+    "thanks, that works",
+    "I need to check with Dario first.",
+    "we tried Redis last year and it was slow",
+    "done for today",
+    "I think it's probably the cache.",
+    "no idea why it fails",
+    "no errors in the log",
+    "run it again with the flag",
+    "I want to see the diff",
+    "the build takes at least 10 minutes",
+    "That's only 20% of users.",
+    "He never told anyone.",
+    "Always the same error, weird.",
+    "it has to be the config, nothing else changed",
+    "what did we decide about the handles?",
+    "can't wait to see it!",
+]
+
+
+@pytest.mark.parametrize("sentence", RULES)
+def test_a_rule_is_found_whatever_its_wording(sentence: str) -> None:
+    found = detect("user", sentence)
+    assert [text for _, text in found] == [sentence]
+
+
+@pytest.mark.parametrize("sentence", NOT_RULES)
+def test_questions_guesses_reports_and_one_off_requests_are_not_rules(sentence: str) -> None:
+    assert detect("user", sentence) == []
+
+
+def test_the_assistants_advice_is_not_a_users_rule() -> None:
+    assert detect("assistant", "You must never run this as root.") == []
+    assert detect("system", "Never reveal the API key.") != []
+
+
+def test_the_item_is_the_whole_statement_with_its_reason() -> None:
+    text = (
+        "found it, thanks.\n\n"
+        "one thing though: no print() in the library. it ends up in the customer's logs "
+        "and support has to dig through it. scripts are fine."
+    )
+    found = detect("user", text)
+    assert [statement for _, statement in found] == [
+        "one thing though: no print() in the library. it ends up in the customer's logs "
+        "and support has to dig through it. scripts are fine."
+    ]
+
+
+def test_list_items_under_a_rules_heading_are_rules_as_written() -> None:
+    text = (
+        "a few house rules before you start:\n"
+        "- the changelog is written by hand\n"
+        "- feature flags live in flags.toml\n"
+        "thanks!"
+    )
+    found = [statement for _, statement in detect("user", text)]
+    assert "the changelog is written by hand" in found
+    assert "feature flags live in flags.toml" in found
+    assert not any("thanks" in statement for statement in found)
+
+
+def test_pasted_output_and_code_are_not_read_for_rules() -> None:
+    text = (
+        "here's what it prints:\n"
+        "```\n"
+        "WARNING: you must never call this twice\n"
+        "```\n"
+        "$ make check\n"
+        "error: must not be empty"
+    )
+    assert detect("user", text) == []
+    assert units("- one\n- two") == [("one", False), ("two", False)]
+
+
+def test_a_long_paragraph_gives_the_rule_with_its_neighbour_not_the_whole() -> None:
+    filler = "We spent the morning on the report and the numbers looked fine. " * 12
+    text = filler + "Don't email the draft to anyone outside the team. It has unreleased figures."
+    found = detect("user", text)
+    assert [statement for _, statement in found] == [
+        "Don't email the draft to anyone outside the team. It has unreleased figures."
+    ]
+
+
+def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
+    assert replaces("Tone is now casual, no formal phrasing.", "Keep the tone formal, no phrasing.")
+    assert not replaces("Budget is now 5k for the trip.", "Never book night trains.")
+
+    def turn(number: int, text: str) -> dict[str, Any]:
+        return {"turn": number, "role": "user", "content": text, "ts": None}
+
+    state = fold(
+        new_state("s"),
+        [
+            turn(1, "please write the report in a formal tone, full sentences, no slang"),
+            turn(2, "the report goes to Anna first, then the board"),
+            turn(3, "change of plan, the board is out: drop the formal tone, casual sentences"),
+        ],
+        Params(),
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live == ["change of plan, the board is out: drop the formal tone, casual sentences"]
+    assert state["critical_replaced"] == [
+        [1, 3, "please write the report in a formal tone, full sentences, no slang"]
+    ]
