@@ -41,11 +41,24 @@ PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them
             "rejection",
         ),
         ("user", "Option B is ruled out.", None, "rejection"),
-        ("user", "Yes, exactly, let's do that.", PLAN, "confirmation"),
+        ("user", "Yes, exactly, let's do that.", PLAN, "decision"),
         ("user", "Perfect, thanks.", PLAN, "confirmation"),
         ("user", "Done: the unit file is in place and enabled.", None, "task"),
         ("assistant", "The migration is deployed.", None, "task"),
         ("user", "Ok, so the takeaway is to review at growing intervals.", None, "insight"),
+        # how people settle things with an assistant, written for these tests
+        ("user", "ok, the night train it is. cheaper and we save a hotel night", PLAN, "decision"),
+        ("user", "fine, Lisbon then, the flights are half the price", PLAN, "decision"),
+        ("user", "go with the second option, it keeps the API stable", PLAN, "decision"),
+        ("user", "ok decided: Hetzner for the staging box, AWS for prod", PLAN, "decision"),
+        ("user", "back to python 3.11, the wheels for 3.13 aren't there yet", PLAN, "decision"),
+        ("user", "thanks, that answers it. I'll tell the landlord", PLAN, "answer"),
+        ("user", "ok makes sense, the cache was stale", PLAN, "answer"),
+        ("user", "green on all three runners. the flaky test is dead", FIX, "resolution"),
+        ("user", "works now, zero timeouts over the whole night", FIX, "resolution"),
+        ("user", "great, migration done \u2714 moving on", None, "task"),
+        ("user", "all tickets booked and paid", None, "task"),
+        ("user", "the rewrite plan is out, too risky before the launch", PLAN, "rejection"),
         ("assistant", "The root cause was a missing index on the memo column.", None, "insight"),
     ],
 )
@@ -78,6 +91,20 @@ def test_conclusions_are_found(
         ("Every item is now done except a one-off restore test.", None),
         ("If the tests pass we merge.", None),
         ("Yes?", PLAN),
+        # traps: questions, hedges, sarcasm, pauses, plans, quotes, one machine
+        ("so the night train it is?", PLAN),
+        ("so Lisbon then?", PLAN),
+        ("probably the cache, but I haven't checked", FIX),
+        ("I bet it's the retry that ran twice", None),
+        ("should be green now", FIX),
+        ("great, it crashed again, love it", FIX),
+        ("lovely, timeouts again. wonderful", FIX),
+        ("ok that's it for today, the import still fails", None),
+        ("let's stop here for today, I'm tired", None),
+        ("just revert the commit and we're done", None),
+        ('there is a commit "fix the crash" from Monday, did it help?', None),
+        ("works on my machine though", None),
+        ("FIXED? no wait, it died at the same step", FIX),
         ("We could go with Postgres or SQLite, I'm not sure.", None),
     ],
 )
@@ -89,6 +116,28 @@ def test_a_short_confirmation_names_what_was_fixed() -> None:
     found = detect(9, "user", "That fixed it!", FIX)
     assert found is not None
     assert "UNIQUE constraint" in found.text and "That fixed it" in found.text
+
+
+def test_an_acceptance_states_what_was_accepted_and_a_rich_one_speaks_for_itself() -> None:
+    proposal = (
+        "assistant",
+        "## Options\nThe **cheapest** fit is the Kestrel K2 at \u20ac89/month: 4 vCPU, 16 GB, "
+        "in Frankfurt. The Mira plan costs \u20ac140 for the same.",
+    )
+    accepted = detect(5, "user", "ok, decided. order it", [proposal])
+    assert accepted is not None and accepted.kind == "decision"
+    assert accepted.text.startswith("The cheapest fit is the Kestrel K2 at \u20ac89/month")
+    assert "**" not in accepted.text and "##" not in accepted.text
+    own = detect(
+        5, "user", "ok, Kestrel K2 it is: 4 vCPU, 16 GB, Frankfurt, 89 a month", [proposal]
+    )
+    assert own is not None and own.text == "Kestrel K2 it is: 4 vCPU, 16 GB, Frankfurt, 89 a month"
+
+
+def test_an_assistant_may_declare_done_but_not_decide_for_the_user() -> None:
+    done = detect(4, "assistant", "Done: the nightly job is merged and deployed.", None)
+    assert done is not None and done.kind == "task" and done.confidence < 0.7
+    assert detect(4, "assistant", "Understood. Lisbon it is.", None) is None
 
 
 def test_assistant_claims_count_less_than_user_verification() -> None:

@@ -38,7 +38,7 @@ FIELDS = [
 ]
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 PATH = re.compile(r"(?<![\w<])/(?:home|opt|var|etc|srv)\b")
-SQLITE_NOTE = "artifacts/decision/use-sqlite-wal-mode-not-postgres-because.md"
+SQLITE_NOTE = "artifacts/decision/use-sqlite-wal-mode-not-postgres.md"
 CRON_NOTE = "artifacts/decision/keep-simple-daily-cron-job-02-30.md"
 
 
@@ -170,8 +170,9 @@ def test_the_sample_knowledge_becomes_a_vault(vault: Path) -> None:
     assert found == [
         CRON_NOTE,
         SQLITE_NOTE,
-        "artifacts/insight/test-myself-instead-rereading-let-gaps-grow.md",
-        "artifacts/resolution/store-fingerprint-text-not-null-unique-column.md",
+        "artifacts/insight/test-myself-instead-rereading.md",
+        "artifacts/resolution/reference-alone-cant-key.md",
+        "artifacts/task/unit-file-place-enabled.md",
     ]
     assert sorted(a["path"] for a in report["artifacts"]["new"]) == found
     for relative in found:
@@ -191,11 +192,11 @@ def test_the_sample_knowledge_becomes_a_vault(vault: Path) -> None:
     # the verbatim quote of turn 7, with its number
     assert "Turn 7 · user · 2026-03-02 09:23" in sqlite
     assert "```text\nDecision: we use SQLite with WAL mode, not Postgres" in sqlite
-    # the change of plan (a segment still open) supersedes the cron job
+    # the change of plan the next morning (a segment still open) supersedes the cron job
     cron = frontmatter(vault / CRON_NOTE)
     assert cron["status"] == "superseded" and cron["confidence"] < 0.5
     assert cron["links"] == [
-        {"type": "supersedes", "direction": "in", "id": "deploy-checklist/seg_2"}
+        {"type": "supersedes", "direction": "in", "id": "deploy-checklist/seg_3"}
     ]
     for session in ("deploy-checklist", "ledger-sync", "reading-notes"):
         note = vault / "chats" / session / f"{session}.md"
@@ -204,9 +205,9 @@ def test_the_sample_knowledge_becomes_a_vault(vault: Path) -> None:
     nodes = json.loads((vault / "network" / "nodes.json").read_text())["nodes"]
     edges = json.loads((vault / "network" / "edges.json").read_text())["edges"]
     assert [n["id"] for n in nodes] == sorted(n["id"] for n in nodes)
-    assert {n["id"]: n["status"] for n in nodes}["deploy-checklist/seg_1"] == "superseded"
-    assert [(e["source"], e["target"], e["type"]) for e in edges] == [
-        ("deploy-checklist/seg_2", "deploy-checklist/seg_1", "supersedes")
+    assert {n["id"]: n["status"] for n in nodes}["deploy-checklist/seg_2"] == "superseded"
+    assert ("deploy-checklist/seg_3", "deploy-checklist/seg_2", "supersedes") in [
+        (e["source"], e["target"], e["type"]) for e in edges
     ]
     assert report["report"] == "reports/2026-03-10.md"
     text = (vault / "reports" / "2026-03-10.md").read_text(encoding="utf-8")
@@ -228,7 +229,7 @@ def test_consolidating_from_scratch_gives_the_same_vault_byte_for_byte(tmp_path:
                 if p.is_file() and ".ccm" not in p.parts and p.suffix in (".md", ".json")
             }
         )
-    assert len(vaults[0]) == 4 + 3 + 2 + 1  # artifacts, session notes, network, report
+    assert len(vaults[0]) == 5 + 3 + 2 + 1  # artifacts, session notes, network, report
     assert vaults[0] == vaults[1]
 
 
@@ -300,8 +301,8 @@ def test_a_dry_run_writes_nothing(vault: Path) -> None:
 
     report = consolidate_json(vault, "--dry-run")
 
-    assert report["dry_run"] and len(report["artifacts"]["new"]) == 4
-    assert report["files_written"] == 9 and report["report"] is None  # no report
+    assert report["dry_run"] and len(report["artifacts"]["new"]) == 5
+    assert report["files_written"] == 10 and report["report"] is None  # no report
     assert snapshot(vault) == before
 
 
@@ -357,12 +358,10 @@ def test_a_persons_edit_survives_and_only_gains_the_new_sources(
     sources = frontmatter(note)["sources"]
     assert [s["session"] for s in sources] == ["ledger-sync", "ledger-laptop"]
     # the new session's own artifact links back, and the report says what was kept
-    restated = frontmatter(
-        vault / "artifacts/decision/use-sqlite-wal-mode-not-postgres-because-2.md"
-    )
-    assert {"type": "supports", "direction": "out", "id": "ledger-sync/seg_1"} in restated["links"]
+    restated = frontmatter(vault / "artifacts/decision/use-sqlite-wal-mode-not-postgres-2.md")
+    assert {"type": "supports", "direction": "out", "id": "ledger-sync/seg_2"} in restated["links"]
     [changed] = report["confidence_changes"]
-    assert changed["id"] == "ledger-sync/seg_1" and changed["delta"] > 0
+    assert changed["id"] == "ledger-sync/seg_2" and changed["delta"] > 0
     day = report["report"]
     assert "edited by you" in (vault / day).read_text(encoding="utf-8")
     # a third run leaves the edit alone and reports nothing new
@@ -373,7 +372,7 @@ def test_a_persons_edit_survives_and_only_gains_the_new_sources(
 
 def test_an_edit_is_kept_even_when_ccm_would_change_the_note(vault: Path, tmp_path: Path) -> None:
     ccm(vault, "consolidate")
-    note = vault / "artifacts/insight/test-myself-instead-rereading-let-gaps-grow.md"
+    note = vault / "artifacts/insight/test-myself-instead-rereading.md"
     text = note.read_text(encoding="utf-8").replace("status: active", "status: active  # mine")
     note.write_text(text, encoding="utf-8")
     ccm(vault, "consolidate", "--session", "reading-notes")
@@ -462,13 +461,10 @@ def test_a_reversed_decision_ends_superseded(tmp_path: Path) -> None:
         "choice",
     )
     assert [c["path"] for c in report["artifacts"]["changed"]] == [
-        "artifacts/decision/use-sqlite-job-queue-not-postgres-because.md"
+        "artifacts/decision/use-sqlite-job-queue-not-postgres.md"
     ]
-    body = (root / "artifacts/decision/use-sqlite-job-queue-not-postgres-because.md").read_text()
-    assert (
-        "> [!warning] Superseded by [[artifacts/decision/switch-postgres-job-queue-instead-sqlite"
-        in body
-    )
+    body = (root / "artifacts/decision/use-sqlite-job-queue-not-postgres.md").read_text()
+    assert "> [!warning] Superseded by [[artifacts/decision/switch-postgres-job-queue" in body
     assert broken_links(root) == []
 
 
@@ -618,7 +614,7 @@ def test_random_appends_leave_the_vault_a_first_run_writes(
 def test_an_artifact_whose_conclusion_changed_kind_moves_unless_you_edited_it(
     vault: Path, tmp_path: Path
 ) -> None:
-    old = "artifacts/insight/test-myself-instead-rereading-let-gaps-grow.md"
+    old = "artifacts/insight/test-myself-instead-rereading.md"
     more = turns(
         ("user", "Decision: review cards in the morning.", "2026-03-07T09:00:00Z"),
         ("assistant", "Morning reviews work well.", "2026-03-07T09:00:20Z"),
@@ -664,7 +660,7 @@ def test_export_at_layer_1_holds_no_path_email_or_key(vault: Path, tmp_path: Pat
 
     result = json.loads(ccm(vault, "export", "--layer", "1", str(shared), "--json").stdout)
 
-    assert result["notes"] == 3 and result["left_out"] == 2
+    assert result["notes"] == 3 and result["left_out"] == 3
     files = [p for p in shared.rglob("*") if p.is_file()]
     assert any(p.suffix == ".md" and p.parent.name == "decision" for p in files)
     for path in files:
@@ -679,7 +675,7 @@ def test_export_at_layer_1_holds_no_path_email_or_key(vault: Path, tmp_path: Pat
     # exporting again at a higher layer replaces the earlier export
     ccm(vault, "export", "--layer", "2", str(shared))
     left = sorted(p.relative_to(shared).as_posix() for p in shared.rglob("*.md"))
-    assert left == ["artifacts/insight/test-myself-instead-rereading-let-gaps-grow.md", "index.md"]
+    assert left == ["artifacts/insight/test-myself-instead-rereading.md", "index.md"]
 
 
 def test_export_refuses_a_folder_that_is_not_an_export(vault: Path, tmp_path: Path) -> None:
@@ -696,21 +692,21 @@ def test_graph_commands_print_json_that_parses(vault: Path) -> None:
     consolidate_json(vault)
 
     top = json.loads(ccm(vault, "graph", "--top", "2", "--json").stdout)
-    assert top["nodes"] == 5 and len(top["top"]) == 2
+    assert top["nodes"] == 6 and len(top["top"]) == 2
     assert top["top"][0]["confidence"] >= top["top"][1]["confidence"]
     explained = json.loads(
         ccm(vault, "graph", "explain", "keep-simple-daily-cron-job-02-30", "--json").stdout
     )
-    assert explained["id"] == "deploy-checklist/seg_1" and explained["status"] == "superseded"
+    assert explained["id"] == "deploy-checklist/seg_2" and explained["status"] == "superseded"
     exported = json.loads(ccm(vault, "graph", "export", "--format", "json").stdout)
-    assert len(exported["nodes"]) == 5 and len(exported["edges"]) == 1
+    assert len(exported["nodes"]) == 6 and len(exported["edges"]) == 2
     graphml = tmp = vault / "graph.graphml"
     ccm(vault, "graph", "export", "--format", "graphml", "--output", str(tmp))
     tree = ET.parse(graphml)
     ns = "{http://graphml.graphdrawing.org/xmlns}"
-    assert len(tree.findall(f".//{ns}node")) == 5 and len(tree.findall(f".//{ns}edge")) == 1
+    assert len(tree.findall(f".//{ns}node")) == 6 and len(tree.findall(f".//{ns}edge")) == 2
     text = ccm(vault, "graph").stdout
-    assert "5 conclusions, 1 edges" in text and "<- supersedes deploy-checklist/seg_2" in text
+    assert "6 conclusions, 2 edges" in text and "<- supersedes deploy-checklist/seg_3" in text
 
 
 def test_graph_before_any_consolidation_says_what_to_run(vault: Path) -> None:

@@ -48,8 +48,9 @@ def test_ledger_sync_segments_follow_the_conversation(tmp_path: Path) -> None:
     manifest = tiers(store.root, "ledger-sync")["manifest"]
     starts = {s["raw_lines"][0]: s["cue"] for s in manifest["segments"]}
     assert starts[1] == "start"
+    assert starts[5] == "shift"  # "Good. Now storage."
     assert starts[17] == "shift"  # "Switching gears: ..."
-    assert starts[21] == "time_gap"  # back after four hours
+    assert starts[21] == "shift"  # "Back again. New topic: ..." (after four hours)
     spans = [s["raw_lines"] for s in manifest["segments"]]
     # segments tile the session: no gap, no overlap
     assert spans[0][0] == 1 and spans[-1][1] == 24
@@ -108,15 +109,66 @@ def test_working_state_reads_files_and_todos(tmp_path: Path) -> None:
     assert todo["working"]["state"]["next_step"]
 
 
-def test_a_reversed_decision_ends_superseded_and_leaves_the_critical_list(tmp_path: Path) -> None:
+def test_a_reversed_decision_ends_superseded_and_leaves_the_working_state(tmp_path: Path) -> None:
     store = imported(tmp_path, SAMPLE / "sources" / "deploy-checklist.jsonl")
     found = tiers(store.root, "deploy-checklist")
-    decisions = [s["conclusion"] for s in found["manifest"]["segments"] if s["conclusion"]]
-    cron = next(d for d in decisions if "cron job at 02:30" in d["text"])
-    timer = next(d for d in decisions if "systemd timer" in d["text"])
-    assert cron["superseded_by"] == timer["turn"] and timer["superseded_by"] is None
-    assert not any("cron job at 02:30" in c for c in found["working"]["critical"])
+    segments = found["manifest"]["segments"]
+    # the unit file is done; the assistant moves on to backups, where the cron job
+    # decided at turn 9 is replaced by a systemd timer the next morning (turn 13)
+    assert [s["raw_lines"] for s in segments] == [[1, 7], [8, 10], [11, 14]]
+    assert segments[0]["conclusion"]["kind"] == "task"
+    cron, timer = segments[1]["conclusion"], segments[2]["conclusion"]
+    assert "cron job at 02:30" in cron["text"] and cron["superseded_by"] == 13
+    assert segments[1]["status"] == "superseded" and segments[1]["effort"] == segments[2]["effort"]
+    assert timer["turn"] == 13 and "systemd timer" in timer["text"]
+    decided = found["working"]["state"]["recent_decisions"]
+    assert any("systemd timer" in d for d in decided)
+    assert not any("cron job at 02:30" in d for d in decided)
     assert found["open"]["efforts"], "the restore test is still open"
+
+
+def test_a_later_conclusion_of_an_effort_supersedes_the_earlier_one() -> None:
+    """A plan decided in one segment and carried out in a later one of the same effort:
+    the effort stands where it ended, and the earlier conclusion is superseded."""
+
+    def turn(number: int, role: str, text: str, hour: int) -> dict[str, Any]:
+        return {"turn": number, "role": role, "content": text, "ts": f"2026-05-0{hour}T09:00:00Z"}
+
+    turns = [
+        turn(1, "user", "the invoice PDFs render without the logo font. options?", 1),
+        turn(2, "assistant", "Embed the font in the PDF template, or rasterise the logo.", 1),
+        turn(3, "user", "ok, embed the font in the invoice template then. go", 1),
+        turn(4, "assistant", "Embedding the logo font in the invoice template now.", 1),
+        turn(5, "user", "morning. the invoice template renders the logo font now", 2),
+        turn(6, "assistant", "Checked all three invoice layouts: the logo font is embedded.", 2),
+        turn(7, "user", "great, invoice font done \u2714", 2),
+        turn(8, "assistant", "Good.", 2),
+    ]
+    state = fold(new_state("s"), turns, Params())
+    result = render(state, [], from_mapping({}))
+    first, second = result.manifest["segments"]
+    assert first["effort"] == second["effort"]
+    assert first["status"] == "superseded" and first["conclusion"]["superseded_by"] == 7
+    assert second["status"] == "concluded" and second["conclusion"]["turn"] == 7
+
+
+def test_a_failure_reported_again_takes_back_a_premature_fix() -> None:
+    def turn(number: int, role: str, text: str) -> dict[str, Any]:
+        return {"turn": number, "role": role, "content": text, "ts": None}
+
+    turns = [
+        turn(1, "user", "the sync job keeps timing out on the big tenant"),
+        turn(2, "assistant", "Raised the batch timeout to 300 s and retried."),
+        turn(3, "user", "FIXED, the big tenant synced. lunch"),
+        turn(4, "assistant", "Enjoy."),
+        turn(5, "user", "next: the billing export. can you add the VAT column?"),
+        turn(6, "assistant", "Added the VAT column to the billing export."),
+        turn(7, "user", "hm, the sync job is timing out again on the big tenant"),
+    ]
+    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
+    first = result.manifest["segments"][0]
+    assert first["raw_lines"] == [1, 4]
+    assert first["status"] == "open" and first["conclusion"]["retracted_by"] == 7
 
 
 def test_patterns_mark_rules_for_a_model_not_care_between_people() -> None:

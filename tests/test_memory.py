@@ -286,11 +286,15 @@ def test_importance_raises_an_effort_in_open_and_working(root: Path) -> None:
     before = {
         a["effort_id"]: a["relevance_score"] for a in tier(root, "ledger-sync", "working")["active"]
     }
-    result = ccm(root, "importance", "ledger-sync", "seg_3", "--by", "2")
-    assert result.exit_code == 0 and "importance +2 for effort_3" in result.stdout
+    segment = next(
+        s for s in tier(root, "ledger-sync", "manifest")["segments"] if s["id"] == "seg_4"
+    )
+    effort = segment["effort"]  # the open one about error reporting
+    result = ccm(root, "importance", "ledger-sync", "seg_4", "--by", "2")
+    assert result.exit_code == 0 and f"importance +2 for {effort}" in result.stdout
     efforts = {e["id"]: e for e in tier(root, "ledger-sync", "open")["efforts"]}
-    assert efforts["effort_3"]["importance"] == 3.0
+    assert efforts[effort]["importance"] == 3.0
     after = {a["effort_id"]: a for a in tier(root, "ledger-sync", "working")["active"]}
-    assert after["effort_3"]["relevance_score"] > before["effort_3"]
-    assert "importance +2" in after["effort_3"]["reasons"]
+    assert after[effort]["relevance_score"] > before[effort]
+    assert "importance +2" in after[effort]["reasons"]
     assert ccm(root, "importance", "ledger-sync", "seg_42").exit_code == 1

@@ -76,9 +76,36 @@ def test_slugs_come_from_the_conclusions_words(text: str, expected: str) -> None
     assert slug(text) == expected  # all filler: the filler is kept
 
 
-def test_a_title_is_the_first_sentence() -> None:
-    assert title("One thing.  Two things.") == "One thing."
-    assert title("word " * 40).endswith("\u2026")
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # the first sentence that says what, without the words that only conclude
+        (
+            "ok, that answers it. The staging bucket is served through the CDN.",
+            "The staging bucket is served through the CDN",
+        ),
+        (
+            "Decision: we book the Lisbon flat for five nights.",
+            "We book the Lisbon flat for five nights",
+        ),
+        # what was accepted leads; the user's acceptance follows in parentheses
+        (
+            "The export job runs at 02:00 on the replica. (ok, go with that)",
+            "The export job runs at 02:00 on the replica",
+        ),
+        # at most ten words, ending at a clause boundary and on no dangling word
+        (
+            "Invoices are rendered by the worker pool, the API only queues them, and retries back off.",
+            "Invoices are rendered by the worker pool",
+        ),
+        # nothing says enough alone: the first sentences together
+        ("Zero timeouts. 48 runs. All green.", "Zero timeouts. 48 runs"),
+    ],
+)
+def test_a_title_names_what_was_concluded(statement: str, expected: str) -> None:
+    found = title(statement)
+    assert found == expected
+    assert 1 <= len(found.split()) <= 10
 
 
 def node(node_id: str, text: str, ts: str, kind: str = "decision") -> Node:

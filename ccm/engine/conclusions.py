@@ -1,29 +1,41 @@
 """Conclusion detection (whitepaper section 4.1): when a line of reasoning resolves.
 
-Six kinds, each with a base confidence and a reason:
+A conclusion is the moment its owner settles something, and the cue is mostly in what
+the user says back:
 
-================  ===================================================  ==========
-kind              cue                                                  confidence
-================  ===================================================  ==========
-decision          "Decision: ...", "we decided", "let's go with"       0.85
-resolution        "that fixed it", "works now", "tests pass"           0.90 user
-rejection         "option A doesn't work because Z", "ruled out"       0.75
-confirmation      "yes, exactly", "perfect, thanks" after a proposal   0.75
-task              "done: ...", "is deployed", "completed"              0.80
-insight           "the takeaway is", "the root cause was"              0.70
-================  ===================================================  ==========
+================  ====================================================  ==========
+kind              cue                                                   confidence
+================  ====================================================  ==========
+decision          "flate2 it is", "go with the 45 then", "decided",     0.85
+                  "Decision: ...", "let's go with", "back to bf16"
+resolution        "that one's fixed", "that did it", "the bug is dead",  0.9
+                  "numbers match... confirmed", "zero NaN"
+rejection         "ruled out", "X is out", "not an option because"       0.75
+answer            "that answers it", "makes sense", "that explains it"   0.8
+task              "dockerfile done \u2714", "that's done then", "merged"     0.8
+confirmation      "yes, exactly", "perfect, thanks" after a proposal     0.75
+insight           "the takeaway is", "the root cause was"                0.7
+================  ====================================================  ==========
 
-Statements by the assistant count for less (x0.7): a claim is not a verification.
+An assistant saying the same counts for less (x0.7): a claim is not a verification,
+and the user's answer to it usually says more.
 
-Look-alikes are rejected: questions ("did that fix it?", "that fixed it? no"),
-negations ("that didn't fix it"), sarcasm and contradiction in the same turn
-("perfect, it broke again"), and pauses ("done for today"). A decision reversed later
-is handled by `supersedes`: the later one stands and the earlier is superseded.
+Look-alikes are rejected: questions ("so Redis it is?", "that did it? no wait"),
+negations ("that didn't fix it", "nan not fixed"), hedges and guesses ("should be
+green now", "probably the LR", "I bet it's the retry"), sarcasm ("great, NaN again,
+love it"), pauses ("done for today", "let's stop here"), plans ("revert it and we're
+done"), quoted commit messages ("fix nan"), "works on my machine". A decision reversed
+later is handled by `supersedes`: the later one stands and the earlier is superseded.
+
+The conclusion's text is a statement a person can reuse later: the cue sentence with
+what it settles, and, when the user only accepts ("ok decided", "that answers it"),
+the lead of what was accepted (the assistant's proposal or finding just before).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ccm.engine.text import sentences, terms
@@ -32,13 +44,18 @@ CONFIDENCE = {
     "decision": 0.85,
     "resolution": 0.9,
     "rejection": 0.75,
+    "answer": 0.8,
     "confirmation": 0.75,
     "task": 0.8,
     "insight": 0.7,
 }
 ASSISTANT_FACTOR = 0.7
+# what an assistant can conclude by saying so: a fix verified, a task done, a finding;
+# a decision or an accepted answer is the user's to make ("Understood." is not one)
+ASSISTANT_KINDS = frozenset({"resolution", "task", "insight"})
 LONG_TURN = 3000
 LONG_ANSWER = 1200
+STATEMENT_CHARS = 320
 
 
 @dataclass(frozen=True)
@@ -48,15 +65,20 @@ class Conclusion:
     kind: str
     confidence: float
     reason: str
+    role: str = "user"
+    said: str = ""  # what the turn itself says (the statement may add what it accepts)
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        found: dict[str, object] = {
             "text": self.text,
             "turn": self.turn,
             "kind": self.kind,
             "confidence": self.confidence,
             "reason": self.reason,
         }
+        if self.said:
+            found["said"] = self.said
+        return found
 
 
 def _rx(*patterns: str) -> re.Pattern[str]:
@@ -64,53 +86,88 @@ def _rx(*patterns: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns))
 
 
+_WORD = r"[\w.+/#'-]+"
 CUES: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "decision",
-        _rx(
-            r"^(?:final\s+)?(?:decision|decided|verdict|conclusion)\s*[:\-\u2014]",
-            r"\b(?:we|i)\s*(?:'ve|have)?\s+decided\b",
-            r"\b(?:we|i)(?:'ll| will| are going to|'re going to)\s+(?:go with|stick with|use|switch to)\b",
-            r"\blet'?s\s+(?:go with|stick with|use|switch to)\b",
-            r"\b(?:the|our|final)\s+decision\s+is\b",
-            r"\bsettled on\b",
-            r"\bwe agreed\b",
-            r"^change of plan\b",
-            r"^let'?s (?:keep it simple|go for)\b",
-            r"\b(?:use|using|go with|switch to|move to)\b[^.?!]{0,80}\binstead\b",
-        ),
-    ),
     (
         "resolution",
         _rx(
-            r"\b(?:that|this|it|which|the (?:fix|change|patch))\s+(?:fixed|solved|resolved)\b",
-            r"\b(?:fixed|solved|resolved)\s+it\b",
-            r"\b(?:works|working|fixed)\s+now\b",
-            r"\bit\s+works\b",
-            r"\bproblem\s+solved\b",
-            r"\b(?:issue|bug|problem)\s+(?:is\s+)?(?:fixed|resolved|gone)\b",
-            r"\b(?:tests?|build|ci|pipeline)\s+(?:pass|passes|passed|is green|are green)\b",
-            r"\bno\s+more\s+(?:errors?|duplicates|failures|crashes)\b",
-            r"\bis\s+idempotent\s+now\b",
+            r"\b(?:that|this|it|which)(?:'s| is| has)? (?:fixed|solved|resolved) (?:it|that|the)\b",
+            r"\b(?:that|this|it) (?:did it|did the trick|was it)\b",
+            r"(?<!needed )(?<!need )(?<!get )(?<!be )(?<!have )(?:^|\b(?:is|'s|are|now|all|got|"
+            r"been|one'?s|bug'?s)\s+)(?:fixed|solved|resolved)(?=\s*(?:[,.;!\u2014-]|$|then|now|"
+            r"for real|too|as well|\w*\s*[\U0001f389\u2705\u2714]))",
+            r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
+            r"(?:fixed|solved|resolved|gone|dead)\b",
+            r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
+            r"\b(?:works|working) (?:now|again|for real|fine now)\b|\bit works\b(?! on my)",
+            r"\bno more (?:errors?|crash\w*|fail\w*|dup\w*|nans?|panic\w*|restarts?|timeouts?)\b",
+            r"\bzero (?:nans?|errors?|restarts?|failures?|dup\w*|crash\w*)\b|\brestarts? 0\b",
+            r"^(?:all |both |\d+/\d+ )?green\b|\b(?:tests?|ci|checks?|build|suite|pipeline|jobs?|"
+            r"runs?|everything|all|both)\b[^.;?]{0,30}\b(?:green|pass(?:es|ed|ing)?)\b"
+            r"(?! (?:on my|locally|it\b))",
+            r"\bconfirmed\b|\b(?:numbers|totals|counts) (?:all )?match\b",
+            r"\bthat'?s the (?:root )?cause\b|\bit was (?:the|a) [\w ]{2,30} all along\b",
+            r"\blesson learned\b|\bproblem solved\b",
+        ),
+    ),
+    (
+        "answer",
+        _rx(
+            r"\bthat answers (?:it|my question|the question|that)\b",
+            r"\b(?:makes|made) sense\b(?! (?:to|if|but))",
+            r"\bthat explains (?:it|a lot|everything|the)\b",
+            r"\bgood to know\b|\bmystery solved\b|\bthat settles it\b",
+            r"^(?:ok(?:ay)?|right)?[, ]*(?:clear|got it|understood)\b",
         ),
     ),
     (
         "rejection",
         _rx(
-            r"\b(?:doesn'?t|does not|won'?t|will not|can'?t|cannot|didn'?t|did not)\s+(?:work|help|scale|fit)\b[^.?!]*\bbecause\b",
             r"\bruled\s+out\b",
-            r"\b(?:is|isn'?t|not)\s+(?:an\s+)?option\b[^.?!]*\bbecause\b",
+            r"\b(?:doesn'?t|does not|won'?t|will not|can'?t|cannot)\s+(?:work|scale|fit)\b"
+            r"[^.?!]*\bbecause\b",
+            r"\bnot\s+(?:an\s+)?option\b",
             r"\b(?:rejected|dropped|abandoned)\b[^.?!]*\bbecause\b",
-            r"\bnot\s+(?:viable|feasible)\b",
+            r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b",
+            r"\b(?:hack|idea|approach|option|plan) is out\b",
         ),
     ),
     (
         "task",
         _rx(
-            r"^(?:done|finished|completed|shipped|merged|deployed)\s*[:.!\-\u2014]",
-            r"\b(?:is|are|has been|have been|now)\s+(?:done|finished|completed|merged|deployed|shipped|in place)\b",
-            r"\ball\s+(?:tests|tasks|items|steps)\s+(?:are\s+)?(?:done|complete|completed|passing)\b",
-            "\u2705",
+            r"^(?:done|finished|completed|shipped|merged|deployed)\s*[:.!\-\u2014\u2705\u2714]",
+            r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+(?:done|finished|completed|"
+            r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
+            r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
+            r"\b(?:everything|all) (?:\w+ )?(?:ordered|booked|paid|sent|done|merged|in)\b",
+            r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
+            "[\u2705\u2714\u2611]",
+        ),
+    ),
+    (
+        "decision",
+        _rx(
+            rf"\b{_WORD}(?: {_WORD}){{0,3}} it is\b(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)",
+            r"^(?:final\s+)?(?:decision|decided|verdict)\s*[:\-\u2014]",
+            r"\b(?:(?:we|i)\s*(?:'ve|have)?\s+)?decided\b(?! (?:to wait|not yet|later))",
+            r"\b(?:the|our|final)\s+decision\s+is\b",
+            r"\b(?:let'?s|we'?ll|we will|we're going to|i'?ll|i will)\s+"
+            r"(?:go with|stick with|go for|settle on)\b",
+            r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|great|fine|good|alright|right|perfect|nice|yes|so)?[, ]*"
+            r"(?:go|going) with\b",
+            r"\blet'?s (?:do|take|use|keep) (?:that|this|it|option|plan|the (?:first|second|third|"
+            r"last|cheaper|simpler|faster|safer))\b",
+            r"\bsettled on\b|\bwe agreed\b|\bagreed on\b",
+            r"\b(?:layout|plan|setup|choice|design|scope|decision)(?:'s| is)? (?:final|settled|locked)\b",
+            r"^change of plan\b",
+            r"\b(?:new rule|it'?s settled)\b",
+            r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d",
+            rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b",
+            # a short clause ending on "then": "libdeflater then", "ordering the Orla ones then"
+            rf"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|great|right|alright|so|good)?[, ]*"
+            rf"(?!(?:and|since|until|till|by|back|what|if|even|but|just|only|ok|okay|i|we|you|"
+            rf"it|he|she|they|that|this|there|was|is)\b)"
+            rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))",
         ),
     ),
     (
@@ -119,43 +176,68 @@ CUES: list[tuple[str, re.Pattern[str]]] = [
             r"\b(?:so\s+)?the\s+(?:key\s+)?takeaway\s+is\b",
             r"\bthe\s+root\s+cause\s+(?:is|was)\b",
             r"\b(?:so|in short|in summary|to sum up),?\s+the\s+(?:answer|conclusion)\s+is\b",
-            r"\bturns\s+out\b",
         ),
     ),
 ]
 
 # a cheap literal screen over the whole turn decides whether a sentence look is needed
 ANY_CUE = re.compile(
-    r"decision|decided|verdict|conclusion|go with|stick with|switch to|settled|agreed|fixed|"
-    r"solved|resolved|works|working now|pass|green|no more|idempotent|because|ruled out|"
-    r"viable|feasible|done|finished|completed|shipped|merged|deployed|in place|takeaway|"
-    r"root cause|answer is|turns out|let's use|lets use|ll use|will use|going to use|\u2705|"
-    r"change of plan|keep it simple|go for|instead"
+    r"it is|decision|decided|verdict|go with|stick with|go for|settle|agreed|let's|lets|"
+    r"final|locked|change of plan|new rule|back to| in,| out|then|fixed|solved|resolved|"
+    r"did it|did the trick|was it|dead|gone|works|working|no more|zero|restarts 0|green|"
+    r"pass|confirmed|match|cause|all along|lesson|answers|sense|explains|good to know|"
+    r"clear|got it|understood|ruled out|because|option|viable|feasible|no-go|no go|done|"
+    r"finished|complete|shipped|merged|deployed|in place|ordered|booked|paid|sent|"
+    r"takeaway|root cause|answer is|conclusion is|\u2705|\u2714|\u2611"
 )
 CONFIRMATION = _rx(
-    r"^(?:yes|yep|yeah|exactly|correct|agreed|confirmed|perfect|great|lgtm)\b[\s,.!]",
-    r"^(?:yes|yep|exactly|correct|agreed|confirmed|perfect|lgtm)[.!]?$",
-    r"^(?:sounds|looks)\s+good\b",
-    r"^that'?s\s+(?:it|right|correct|perfect|exactly it)\b",
+    r"^(?:yes|yep|yeah|exactly|correct|agreed|confirmed|perfect|lgtm)\b[\s,.!]+"
+    r"(?:exactly|thanks|thank you|that'?s (?:it|right)|let'?s do (?:that|it)|do (?:that|it)|"
+    r"go ahead|sounds good|perfect|correct)\b",
+    r"^(?:yes|yep|exactly|correct|agreed|lgtm)[.!]?$",
+    r"^(?:sounds|looks)\s+(?:good|great|right)\b[^?]*$",
+    r"^that'?s\s+(?:right|correct|exactly it|exactly right)\b",
 )
 QUESTION_START = _rx(
-    r"^(?:did|does|do|is|are|has|have|should|could|would|can|will|was|were|why|how|what|which)\b"
+    r"^(?:did|does|do|is|are|has|have|should|could|would|can|will|was|were|why|how|what|which|"
+    r"shall|isn'?t|aren'?t|doesn'?t)\b"
 )
 NEGATION_BEFORE = re.compile(
-    r"\b(?:not|never|no longer|hardly|barely|if|unless|whether|until|once)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$"
+    r"\b(?:not|never|no longer|hardly|barely|if|unless|whether|until|once|when|almost|nearly|"
+    r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$"
+)
+NEGATED_AFTER = re.compile(
+    r"^\W*(?:not|nope|isn'?t|yet)\b|"
+    r"^\W*no\b(?!\s+(?:more|errors?|failures?|crash\w*|problems?|issues?|dup\w*|nans?)\b)"
 )
 FAILURE = re.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
-    r"worse|regress\w*|again|still\s+(?:fail\w*|broken|there|happening|duplicat\w*|see\w*|get\w*))\b"
+    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|still\s+(?:fail\w*|broken|there|"
+    r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
-NO_FAILURE = re.compile(r"\b(?:no|zero|without|any)\s+(?:more\s+)?$")
+NO_FAILURE = re.compile(
+    r"\b(?:no|zero|without|any|never)\s+(?:more\s+)?$|"
+    r"\b(?:works?|working|green|passing|passes|running|up|back|fine)\s+$"  # "works again"
+)
+HEDGE = _rx(
+    r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
+    r"should be|should fix|should work|hopefully|fingers crossed|not celebrating|let'?s see|"
+    r"seems to|in theory|my bet|if (?:so|that)|we'?ll see|i hope)\b",
+)
 PAUSE = _rx(
-    r"\bdone\s+for\s+(?:today|now|the\s+day|tonight|the\s+week|this\s+week)\b",
-    r"\b(?:call it a day|stop here for (?:now|today))\b",
+    r"\b(?:done|that'?s it|(?<!good )enough|finished|stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b"
+    r"[^.?!]{0,25}\b(?:for )?(?:today|tonight|now|the day|the week|this week)\b",
+    r"\b(?:call it a day|stop here|let'?s stop|calling it)\b",
 )
 NOT_DONE = _rx(
-    r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if)\s+(?:\w+\s+)?done\b",
-    r"\bdone\s+(?:except|apart from|but|save for)\b",
+    r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if|until|till)\s+(?:[\w']+\s+)?"
+    r"(?:done|finished|fixed|merged)\b",
+    r"\b(?:done|fixed)\s+(?:except|apart from|but|save for)\b",
+    r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
+)
+OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
+QUOTED = re.compile(
+    r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d"
 )
 REVERSAL = _rx(
     r"\binstead\b",
@@ -168,11 +250,38 @@ REVERSAL = _rx(
     r"\bswitch(?:ing)? to\b",
     r"\brevers\w+\b",
     r"\breplac\w+\b",
+    r"\bforget\b",
+    r"\bback to\b",
 )
 ACTION = _rx(
     r"\b(?:fix|fixed|change|changed|add|added|use|set|replace|replaced|switch|remove|removed|"
     r"update|updated|move|moved|wrap|call|store|stored|drop|dropped|keep|compute|hash|create|"
-    r"created|rename|delete|patch|patched|install|enable|configure|run|make|made|put|wrote)\b"
+    r"created|rename|delete|patch|patched|install|enable|configure|run|make|made|put|wrote|"
+    r"match|matches|is|are|was|were)\b"
+)
+# words that only say that something concluded, not what: a statement needs more
+CUE_WORDS = frozenset(
+    terms(
+        "ok okay great good nice fine perfect cool yes yep sure thanks thank sorry ugh hm so "
+        "then done decided decision fixed solved resolved confirmed answers answer sense "
+        "clear it is that this one real least commit push merged ship go with let's lets "
+        "tell send sending back lunch call later tomorrow now"
+    )
+)
+# markdown marks: a heading, bullet or quote opener, emphasis around words (not the
+# underscores inside an identifier such as fct_order_revenue) and code ticks
+_MARKDOWN = re.compile(
+    r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)|`+|(?<!\w)[*_]{1,3}(?=\S)|(?<=\S)[*_]{1,3}(?!\w)"
+)
+# a turn that only accepts what came before it: the statement leads with what it accepts
+ACCEPTS = re.compile(
+    r"\b(?:answers|makes sense|explains|confirmed|decided|agreed|let'?s do (?:that|it|this)|"
+    r"go with (?:that|it|this|your)|sounds good|that'?s (?:it|the (?:root )?cause)|"
+    r"numbers match|got it|clear)\b"
+)
+_FILLER_START = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes|yep|"
+    r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
 
 
@@ -189,81 +298,153 @@ def _is_question(sentence: str, cue_end: int) -> bool:
     return bool(QUESTION_START.match(sentence))
 
 
-def _negated(sentence: str, cue_start: int) -> bool:
-    return bool(NEGATION_BEFORE.search(sentence[:cue_start]))
+def _negated(sentence: str, cue_start: int, cue_end: int) -> bool:
+    return bool(NEGATION_BEFORE.search(sentence[:cue_start])) or bool(
+        NEGATED_AFTER.match(sentence[cue_end:])
+    )
 
 
-def _lead(text: str) -> str:
-    """The sentence of a proposal that says what was done or chosen: the one with the
-    most action verbs (the first among equals), else the first sentence."""
-    found = [s for s in sentences(text) if not s.endswith("?")]
-    best, best_score = None, 0
-    for sentence in found:
-        score = len(ACTION.findall(sentence.lower()))
-        if score > best_score:
-            best, best_score = sentence, score
-    return best or (found[0] if found else text.strip())
+def plain(text: str) -> str:
+    """A sentence without markdown marks (headings, bullets, emphasis, code ticks)."""
+    return " ".join(_MARKDOWN.sub("", text).split())
 
 
-def _clip(text: str, limit: int = 240) -> str:
+def specifics(text: str) -> int:
+    """How many terms of `text` say what, beyond the words that only conclude."""
+    return sum(1 for t in set(terms(text)) if t not in CUE_WORDS) + sum(
+        1 for w in text.split() if any(c.isdigit() for c in w)
+    )
+
+
+def lead(text: str, limit: int = 2) -> str:
+    """What a proposal or finding says: its first sentences that state something (a
+    heading, a question or a line of code is skipped), markdown removed."""
+    chosen: list[str] = []
+    for sentence in sentences(text[:LONG_ANSWER]):
+        if sentence.startswith(("```", "$ ", "|", "[tool_use]")) or sentence.endswith("?"):
+            continue
+        cleaned = plain(sentence)
+        if len(terms(cleaned)) < 3 or cleaned.endswith(":"):
+            continue
+        chosen.append(cleaned)
+        if len(chosen) >= limit:
+            break
+    return " ".join(chosen)
+
+
+def _clip(text: str, limit: int = STATEMENT_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
+def own_words(originals: list[str], index: int) -> str:
+    """The cue sentence, and while what is kept says little, up to two after it,
+    without greetings, fillers, questions and pauses: what the turn itself settles."""
+    own: list[str] = []
+    for sentence in originals[index : index + 3]:
+        if own and specifics(" ".join(own)) >= 6:
+            break
+        cleaned = _FILLER_START.sub("", plain(sentence)).strip()
+        if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
+            continue
+        own.append(cleaned)
+    return _clip(" ".join(own) or plain(originals[index]))
+
+
+def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> str:
+    """The conclusion as a reusable statement: what the turn says, led by what it
+    accepts (the latest assistant turn before it) when it accepts an answer or a
+    finding ("that answers it", "confirmed", "decided") or says little itself."""
+    accepting = kind in ("answer", "confirmation") or bool(ACCEPTS.search(said.lower()))
+    if specifics(said) >= 6 and not accepting:
+        return said
+    accepted = next((t for role, t in reversed(before) if role == "assistant"), None)
+    found = lead(accepted) if accepted else ""
+    if not found or not said:
+        return _clip(found or said)
+    if accepting:  # what is accepted says what; the acceptance follows
+        return _clip(f"{found} ({said})")
+    return _clip(f"{said} \u2014 {found}")  # what was settled, then its context
+
+
+def _before(previous: tuple[str, str] | Sequence[tuple[str, str]] | None) -> list[tuple[str, str]]:
+    if previous is None:
+        return []
+    if isinstance(previous, tuple) and len(previous) == 2 and isinstance(previous[0], str):
+        return [previous]
+    return list(previous)
+
+
 def detect(
-    turn: int, role: str, text: str, previous: tuple[str, str] | None = None
+    turn: int,
+    role: str,
+    text: str,
+    previous: tuple[str, str] | Sequence[tuple[str, str]] | None = None,
 ) -> Conclusion | None:
-    """The conclusion `text` states, or None; `previous` is the (role, text) before it."""
+    """The conclusion `text` states, or None. `previous`: the (role, text) turns before
+    it, oldest first (or just the one before)."""
     if role not in ("user", "assistant") or not text.strip():
         return None
+    before = _before(previous)
     limit = LONG_TURN if role == "user" else LONG_ANSWER
     if len(text) > limit:
         # conclusions open or close a long turn; its middle is code, logs or detail
         text = text[: limit // 2] + "\n" + text[-limit // 2 :]
-    lower = text.lower()
-    confirming = role == "user" and previous is not None and previous[0] == "assistant"
+    # what is quoted (a commit message, a command) is not said by the speaker
+    spoken = QUOTED.sub(" ", text)
+    lower = spoken.lower()
+    last_role = before[-1][0] if before else None
+    confirming = role == "user" and last_role == "assistant"
+    if OWN_MACHINE.search(lower):
+        return None
     hits = {m.group() for m in ANY_CUE.finditer(lower)}
     if not hits and not (confirming and CONFIRMATION.search(lower[:80])):
         return None
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
-    originals = sentences(text)
+    originals = sentences(spoken)
     parts = [s.lower() for s in originals]
+    paused = bool(PAUSE.search(lower))
     for index, sentence in enumerate(parts):
-        if not any(hit in sentence for hit in hits):
+        if not any(hit in sentence for hit in hits) or HEDGE.search(sentence):
             continue
-        original = originals[index]
         following = parts[index + 1] if index + 1 < len(parts) else ""
+        if following.startswith(("no wait", "wait", "no,", "nope", "not really", "not quite")):
+            continue
         for kind, pattern in CUES:
+            if role == "assistant" and kind not in ASSISTANT_KINDS:
+                continue
             match = pattern.search(sentence)
             if match is None:
                 continue
-            if _is_question(sentence, match.end()) or _negated(sentence, match.start()):
-                continue
-            if re.match(r"^(?:no|nope|not really|not quite)\b", following):
-                continue
-            if kind in ("resolution", "task", "decision") and _has_failure(
-                sentence[match.end() :] + " " + following
+            if _is_question(sentence, match.end()) or _negated(
+                sentence, match.start(), match.end()
             ):
-                continue  # "that fixed it, but now it crashes", "perfect, it broke again"
-            if kind == "task" and (PAUSE.search(lower) or NOT_DONE.search(sentence)):
                 continue
-            body = original
+            if kind != "answer" and _has_failure(sentence):
+                continue  # "great, NaN again, love it", "that fixed it, but now it crashes"
+            if kind == "resolution" and _has_failure(following):
+                continue
+            if kind in ("task", "resolution", "decision") and (
+                PAUSE.search(sentence) or NOT_DONE.search(sentence)
+            ):
+                continue
+            if paused and kind == "task" and specifics(sentence) < 2:
+                continue  # "that's it for today" with nothing else done
+            said = own_words(originals, index)
             reason = f"{kind} cue '{match.group().strip()}' in a {role} turn"
-            if kind == "resolution" and len(terms(sentence)) <= 3 and previous is not None:
-                body = f"{_lead(previous[1])} ({original.strip()})"
-                reason += "; confirms the previous turn"
             confidence = round(CONFIDENCE[kind] * factor, 3)
-            return Conclusion(_clip(body), turn, kind, confidence, reason)
-    if confirming and previous is not None:
+            return Conclusion(
+                statement(said, before, kind), turn, kind, confidence, reason, role, said
+            )
+    if confirming:
         match = CONFIRMATION.search(parts[0] if parts else "")
-        if match and not text.rstrip().endswith("?") and not _has_failure(lower):
-            if PAUSE.search(lower):
-                return None
+        if match and not text.rstrip().endswith("?") and not _has_failure(lower) and not paused:
             confidence = CONFIDENCE["confirmation"]
-            if previous[1].rstrip().endswith("?"):
+            accepted = before[-1][1]
+            if accepted.rstrip().endswith("?"):
                 confidence -= 0.1  # a yes to a question decides less than a yes to a plan
             return Conclusion(
-                _clip(_lead(previous[1])),
+                _clip(lead(accepted) or plain(accepted)),
                 turn,
                 "confirmation",
                 round(confidence, 3),
@@ -290,5 +471,31 @@ def supersedes(later: Conclusion, earlier: Conclusion) -> bool:
     shared = len(a & b)
     overlap = shared / min(len(a), len(b))
     if REVERSAL.search(later.text.lower()):
-        return shared >= 1
+        return shared >= 2 or (shared >= 1 and min(len(a), len(b)) <= 4)
     return overlap >= 0.5 and a != b
+
+
+def same_subject(later: str, earlier: str) -> bool:
+    """Whether two conclusions are about the same thing: they share at least two of the
+    terms that say what (not the words that only conclude), a good part of the shorter."""
+    a = {t for t in subject(later) if t not in CUE_WORDS}
+    b = {t for t in subject(earlier) if t not in CUE_WORDS}
+    shared = len(a & b)
+    return shared >= 2 and shared >= 0.2 * min(len(a), len(b))
+
+
+def echoes(later: Conclusion, earlier: dict[str, object]) -> bool:
+    """Whether `later` only says again what `earlier` concluded (the nightly run green
+    after the fix, "merged" after "done"): the same kind, mostly the same terms."""
+    if later.kind != earlier.get("kind") or later.kind in ("decision", "confirmation"):
+        return False
+    a = {t for t in subject(later.said or later.text) if t not in CUE_WORDS}
+    b = {
+        t
+        for t in subject(str(earlier.get("said") or earlier.get("text", "")))
+        if t not in CUE_WORDS
+    }
+    if not a or not b:
+        return False
+    shared = len(a & b)
+    return shared >= 3 and shared >= 0.4 * min(len(a), len(b))

@@ -72,14 +72,54 @@ SHIFT = re.compile(
     r"another thing|new topic|moving on|let'?s move on|unrelated(?: question)?[:,]|"
     r"(?:going\s+|coming\s+|getting\s+)?back to\s+(?:the\s+|our\s+|my\s+)?(?P<resume>[^.,;:!?\n]{2,60}))"
 )
+# how people open a new topic in a chat with an assistant: "ok now X", "next on my
+# list:", "one more thing:", "q: ...", "other q while I have you", "after lunch: X",
+# "the scary part.", "meanwhile, ..."
+OPENER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
+    r"morning|good morning|hi|hey|wait|sorry|thanks|thx)\b[\s,.!:;-]*){0,3}"
+    r"(?:now\b(?! (?:it|that|this|they|we're|i'm|the (?:\w+ )?(?:is|are|works|fails))\b)|"
+    r"next\b|"
+    r"(?:next|last|final|another|one more|other|different|separate|new|quick|small|big|"
+    r"unrelated)\s+(?:thing|one|topic|question|q|item|step|issue|problem|task|part|bit|"
+    r"big one|request)\b|"
+    r"(?:q|question|topic|re|update|plan|todo|idea|fyi|agenda)\b(?: from [\w ]{1,20}| for [\w ]{1,20})?\s*:|"
+    r"while (?:i have you|that runs|we wait|it runs|we'?re at it)|meanwhile|in the meantime|"
+    r"before i forget|after (?:lunch|the break|standup|the meeting)|back from \w+|"
+    r"(?:now )?the (?:scary|hard|fun|last|next|other|tricky|boring) (?:part|bit|one|thing)|"
+    r"let'?s (?:do|look at|move (?:on )?to|talk about|turn to|tackle|get to|switch to)\b|"
+    r"(?:i )?(?:also )?(?:need|want) (?:you )?to (?:ask|look at|talk about)\b|"
+    r"oh and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b)"
+)
+# an assistant moving on once the user concluded: "The remaining item is backups."
+ASSISTANT_SHIFT = re.compile(
+    r"(?:^|[.!]\s+)(?:ok(?:ay)?[,.]?\s+|good[,.]?\s+|great[,.]?\s+)?(?:(?:the )?(?:next|remaining|"
+    r"last|other|final) (?:item|step|thing|topic|question|task|one|part)s? (?:is|are)\b|next up\b|"
+    r"now (?:for|on to)\b|moving on to\b|on to the\b)"
+)
+# a reply to what the assistant just asked
+REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
+# a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
+LABEL = re.compile(r"^([a-z][\w#/+-]+)[.:]\s")
+NOT_LABEL = frozenset(
+    """
+    ok okay yes yeah yep no nope nah nice great good cool hm hmm ugh wow sure right thanks
+    thx back morning sent done fine perfect lol huh wait pasted better figures so well
+    alright oh ah damn hi hey sorry agreed exactly true correct interesting weird green
+    fixed merged told found confirmed noted indeed nope pessimist decision decided verdict
+    conclusion final
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
 PENDING = re.compile(
     r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
     r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet)"
 )
 BLOCKER = re.compile(
-    r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*)|didn'?t (?:fix|work|help)|"
-    r"doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|can'?t (?:get|make|find)|"
-    r"error:|traceback|exception)\b"
+    r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*|dies|crash\w*)|"
+    r"didn'?t (?:fix|work|help)|doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|"
+    r"can'?t (?:get|make|find)|error:|traceback|exception|stuck|hangs|hung|froze|"
+    r"(?:nan|fail\w*|crash\w*|restart\w*|dies|died|dying|broke|broken|errors?|timeouts?|"
+    r"timing out|panic\w*|leak\w*) again|(?:came|is|it'?s) back again)\b"
 )
 
 
@@ -131,7 +171,6 @@ def new_state(session: str) -> State:
         "efforts": [],
         "effort_index": {},
         "segment_index": {},
-        "gaps": {"n": 0, "mean": 0.0, "m2": 0.0},
         "critical_rev": 0,  # bumped when a critical item is superseded
         "bumps": 0,  # segment rev bumps so far
         "bumped": [],  # the closed segments (indices) of the latest `BUMPS_KEPT` bumps
@@ -174,6 +213,15 @@ def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
 
 
 CENTRAL_TURNS = 4
+CONTEXT_TURNS = 6  # turns before a conclusion that its statement may draw on
+ECHO_SEGMENTS = 20  # concluded segments a new conclusion is compared with, to tell an echo
+RETRACT_SEGMENTS = 3  # closed segments a failure report may take a fix back from
+RETRACT_TURNS = 6  # a failure this soon after a fix takes it back whatever it names
+SHIFT_CHARS = 400  # where an assistant's answer says it moves on
+LONG_GAP = 3  # times the time gap: a pause this long always starts a segment
+TOPIC_SCORE = 2.0  # how strongly a user turn must open a topic to start a segment
+NOVELTY_TURNS = 10  # the latest turns of a segment whose words a new turn is compared with
+PAIR_COHESION = 0.1
 
 
 def central_turns(state: State, open_turns: list[list[Any]], top: list[str]) -> list[list[Any]]:
@@ -239,11 +287,20 @@ def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
 
 
 def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> str:
-    """Concluded, unless a problem or an open item is raised at or after the conclusion."""
+    """Concluded, unless a problem or an open item is raised at or after the conclusion,
+    or the conclusion is the assistant's and the user went on with the topic after it
+    (a claim the user did not take as the end of it). Superseded when a later
+    conclusion replaced it."""
     if conclusion is None:
         return "open"
-    after = [e for e in open_turns if e[0] >= conclusion["turn"]]
-    if any(e[6] for e in after if e[0] > conclusion["turn"]) or any(e[8] for e in after):
+    if conclusion.get("superseded_by"):
+        return "superseded"
+    turn = conclusion["turn"]
+    after = [e for e in open_turns if e[0] >= turn]
+    if any(e[6] for e in after if e[0] > turn) or any(e[8] for e in after):
+        return "open"
+    said_by = next((e[1] for e in after if e[0] == turn), "user")
+    if said_by == "assistant" and any(e[1] == "user" and not e[7] for e in after[1:]):
         return "open"
     return "concluded"
 
@@ -391,6 +448,60 @@ def _close(state: State, params: Params) -> None:
     state["segments"].append(closed)
 
 
+def _conclude_effort(state: State, found: dict[str, Any]) -> None:
+    """A user's conclusion in the open segment is where its effort now stands when it
+    decides again or concludes on the same subject: the latest earlier conclusion of
+    the effort that still stood is superseded by it (a decision revised, a premature
+    fix followed by the real one, a plan carried out)."""
+    current = state["current"]
+    effort_index, _ = match_effort(state, _vector(current["open"]), current.get("resume"))
+    if effort_index is None:
+        return
+    effort = state["efforts"][effort_index]
+    segments = state["segments"]
+    choices = ("decision", "confirmation")
+    for sid in reversed(effort["segments"]):
+        index = int(sid[4:]) - 1
+        segment = segments[index]
+        if segment["status"] == "concluded":
+            earlier = segment["conclusion"]
+            if (found["kind"] in choices and earlier["kind"] in choices) or (
+                conclusions.same_subject(_said(found), _said(earlier))
+            ):
+                _supersede(state, index, found["turn"])
+            return
+
+
+def _said(found: dict[str, Any]) -> str:
+    return str(found.get("said") or found["text"])
+
+
+def _retract(state: State, turn: int, turn_terms: list[str]) -> None:
+    """A user reporting that something fails again takes back the latest fix or task
+    a recent closed segment concluded on it (a premature "FIXED"): that segment is open
+    again. The open segment sees it itself (`segment_status`)."""
+    mine = set(turn_terms)
+    segments = state["segments"]
+    for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_SEGMENTS), -1):
+        segment = segments[index]
+        found = segment["conclusion"]
+        if segment["status"] != "concluded" or found["kind"] not in ("resolution", "task"):
+            continue
+        near = turn - found["turn"] <= RETRACT_TURNS
+        if near or len(mine & set(terms(_said(found)))) >= 2:
+            segment["conclusion"] = {**found, "retracted_by": turn}
+            segment["status"] = "open"
+            _bump(state, index)
+        return
+
+
+def _supersede(state: State, index: int, turn: int) -> None:
+    segment = state["segments"][index]
+    segment["conclusion"] = {**segment["conclusion"], "superseded_by": turn}
+    segment["status"] = "superseded"
+    _bump(state, index)
+
+
 # ---------------------------------------------------------------------------
 # one turn
 
@@ -432,8 +543,8 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
         segment = segments[index]
         found = segment["conclusion"]
         if found is not None and found["turn"] == earlier["turn"]:
-            found["superseded_by"] = turn
-            _bump(state, index)
+            if found.get("superseded_by") is None:
+                _supersede(state, index, turn)
             break
         if segment["last"] < earlier["turn"]:
             break
@@ -476,6 +587,8 @@ def _boundary(
     turn_terms: list[str],
     ts: float | None,
     injected: bool,
+    found: conclusions.Conclusion | None,
+    rules: bool,
 ) -> tuple[str | None, str | None]:
     """Whether a new segment starts at this turn: (cue, resumed topic)."""
     current = state["current"]
@@ -486,55 +599,120 @@ def _boundary(
         return "length", None
     if role == "tool" or injected:
         return None, None
-    # a long pause starts a new segment whoever speaks next (two people may alternate)
+    # a long pause (overnight) starts a new segment whoever speaks next (two people may
+    # alternate); a shorter one makes a new topic likelier (`_topic_score`)
     last = _seconds(state["last_ts"])
-    if ts is not None and last is not None and ts - last >= params.time_gap_seconds:
+    if ts is not None and last is not None and ts - last >= LONG_GAP * params.time_gap_seconds:
         return "time_gap", None
     head = text.lstrip().lower()[:160]
     shift = SHIFT.match(head)
     if shift:
         resume = shift.group("resume")
         return ("resume", resume.strip()) if resume else ("shift", None)
+    if role == "assistant":
+        concluded = segment_conclusion(open_turns)
+        if (
+            concluded is not None
+            and "user turn" in concluded["reason"]
+            and segment_status(open_turns, concluded) == "concluded"
+            and ASSISTANT_SHIFT.search(text[:SHIFT_CHARS].lower())
+        ):
+            return "shift", None
     if role != "user":
         return None, None
     if len(open_turns) >= params.max_turns:
         return "length", None
-    found = segment_conclusion(open_turns)
-    if (
-        found is not None
-        and segment_status(open_turns, found) == "concluded"
-        and open_turns[-1][0] >= found["turn"]
-    ):
-        recent = _vector(open_turns, slice(-6, None))
-        mine = Counter(turn_terms)
-        if cosine(mine, recent) < 0.2:
-            return "conclusion", None
+    gap = ts - last if ts is not None and last is not None else None
+    score, cue = _topic_score(state, params, text, turn_terms, gap, found, rules)
+    if score >= TOPIC_SCORE:
+        return cue, None
+    if score >= TOPIC_SCORE - 1.0 and found is None:
+        current["maybe"] = [score, cue]  # the answer decides (see `_cohesion_split`)
     return None, None
 
 
+def _topic_score(
+    state: State,
+    params: Params,
+    text: str,
+    turn_terms: list[str],
+    gap: float | None,
+    found: conclusions.Conclusion | None,
+    rules: bool,
+) -> tuple[float, str]:
+    """How strongly a user turn opens a new topic, and the cue that says so most.
+
+    Signals, each a point or two: the words people open a topic with ("ok now X",
+    "next on my list:", "q: ...", a topic named alone: "logs. ..."), a pause of a
+    quarter of the time gap, many words the segment has not used, and the segment
+    having concluded. A turn that itself concludes or accepts something, or says
+    almost nothing ("ok go"), belongs to what it answers."""
+    open_turns = state["current"]["open"]
+    head = text.lstrip().lower()[:200]
+    score, cue = 0.0, "cohesion"
+    mine = set(turn_terms)
+    if OPENER.match(head):
+        score, cue = 2.0, "shift"
+    else:
+        label = LABEL.match(head)
+        if label and label.group(1) not in NOT_LABEL and len(mine) >= 7:
+            score, cue = 1.0, "shift"
+    if gap is not None and gap >= params.time_gap_seconds:
+        score, cue = score + 1.5, "time_gap" if cue == "cohesion" else cue
+    elif gap is not None and gap >= params.time_gap_seconds / 4:
+        score += 1.0
+    seen: set[str] = set()
+    for entry in open_turns[-NOVELTY_TURNS:]:
+        seen.update(entry[9])
+    novel = len(mine - seen)
+    if novel >= 5 and novel >= 0.6 * len(mine):
+        score += 1.0
+    concluded = segment_conclusion(open_turns)
+    if (
+        concluded is not None
+        and "user turn" in concluded["reason"]
+        and segment_status(open_turns, concluded) == "concluded"
+    ):
+        score += 1.0
+        cue = "conclusion" if cue == "cohesion" else cue
+    if found is not None:
+        said = set(terms(found.said or found.text))
+        if len(said - seen) < 3 or len(said & seen) > 1:
+            score -= 2.0  # it concludes what the segment was about, not something new
+    if len(mine) < 3:
+        score -= 1.0
+    answered = next((e for e in reversed(open_turns) if e[1] == "assistant"), None)
+    if answered is not None:
+        shared = len(mine & set(answered[9]))
+        if shared >= 3 or (shared >= 2 and shared >= 0.3 * len(mine)):
+            score -= 1.0  # it takes up what the answer said
+        elif answered[2].rstrip().endswith("?") or REPLY.match(head):
+            score -= 1.0  # it answers the assistant's question
+    if rules and cue != "shift":
+        score -= 1.0  # a rule for the work at hand, not a topic named first
+    if len(open_turns) < 2:
+        score -= 1.0
+    return score, cue
+
+
 def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[str]) -> bool:
-    """At an answer, decide whether the user turn before it opened a new topic."""
+    """At an answer, decide whether the user turn before it opened a new topic: one it
+    nearly did (`_topic_score`) does when the user turn and its answer share little
+    with the turns before them."""
     current = state["current"]
     if role != "assistant" or current is None:
         return False
+    maybe = current.pop("maybe", None)
     open_turns = current["open"]
-    if len(open_turns) < params.min_turns + 1 or open_turns[-1][1] != "user":
+    if maybe is None or open_turns[-1][1] != "user" or len(open_turns) < 3:
         return False
-    before = _vector(open_turns, slice(-5, -1))
+    before = Counter[str]()
+    for entry in open_turns[-1 - NOVELTY_TURNS : -1]:
+        if entry[1] != "tool":
+            before.update(entry[9])
     after = Counter(open_turns[-1][9])
     after.update(turn_terms)
-    if not before or not after:
-        return False
-    score = cosine(before, after)
-    gaps = state["gaps"]
-    gaps["n"] += 1
-    delta = score - gaps["mean"]
-    gaps["mean"] += delta / gaps["n"]
-    gaps["m2"] += delta * (score - gaps["mean"])
-    if gaps["n"] < 8:
-        return False
-    std = math.sqrt(gaps["m2"] / (gaps["n"] - 1))
-    return score < 0.1 and score < gaps["mean"] - 0.75 * std
+    return bool(before) and cosine(before, after) < PAIR_COHESION and maybe[0] + 1.0 >= TOPIC_SCORE
 
 
 def step(state: State, turn: dict[str, Any], params: Params) -> None:
@@ -553,7 +731,18 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     ts = _seconds(ts_text)
     turn_terms = _turn_terms(role, text)
 
-    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected)
+    found = None
+    if not injected:
+        before = [(entry[1], entry[2]) for entry in state["recent"][-CONTEXT_TURNS:]]
+        found = conclusions.detect(number, role, text, before)
+        if found is not None and any(
+            segment["status"] == "concluded" and conclusions.echoes(found, segment["conclusion"])
+            for segment in state["segments"][-ECHO_SEGMENTS:]
+        ):
+            found = None  # a later mention of what a segment already concluded
+
+    rules = critical.detect(role, text) if addressed and not (role == "system" and injected) else []
+    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(rules))
     if cue is not None:
         _close(state, params)
         state["current"] = _new_segment(state, cue, resume)
@@ -562,13 +751,6 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         _close(state, params)
         state["current"] = _new_segment(state, "cohesion")
         state["current"]["open"].append(moved)
-
-    found = None
-    if not injected:
-        previous = state["recent"][-1] if state["recent"] else None
-        found = conclusions.detect(
-            number, role, text, (previous[1], previous[2]) if previous else None
-        )
     lower = text.lower()
     failure = role == "user" and bool(BLOCKER.search(lower))
     pending = role in ("user", "assistant") and bool(PENDING.search(lower))
@@ -588,10 +770,13 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     if found is not None:
         state["conclusions"].append({**found.as_dict(), "segment": state["current"]["id"]})
         del state["conclusions"][:-CONCLUSIONS_KEPT]
+        if role == "user" and state["segments"]:
+            _conclude_effort(state, found.as_dict())
         _register_conclusion(state, found, state["current"]["id"])
-    if addressed and not (role == "system" and injected):
-        for kind, sentence in critical.detect(role, text):
-            _add_critical(state, number, kind, sentence)
+    for kind, sentence in rules:
+        _add_critical(state, number, kind, sentence)
+    if failure:
+        _retract(state, number, turn_terms)
 
     unique = set(turn_terms)
     df = state["df"]

@@ -333,12 +333,20 @@ def summary(
     current += [f"Blocked: {b}" for b in work.get("blockers", [])]
     threads = [f"{e['topic']} (last active turn {e['last_active']})" for e in tiers.open["efforts"]]
     corrections = []
+    reversed_turns = set()
     for s in segments:
         c = s["conclusion"]
         if c and c.get("superseded_by"):
+            reversed_turns.add(c["turn"])
             corrections.append(f"Reversed at turn {c['superseded_by']}: {c['text']}")
         if c and c["kind"] == "rejection":
             corrections.append(f"Rejected: {c['text']}")
+    # a decision reversed inside its own segment is no segment's conclusion any more
+    corrections += [
+        f"Reversed at turn {d['superseded_by']}: {d['text']}"
+        for d in state.get("decisions", [])
+        if d.get("superseded_by") and d["turn"] not in reversed_turns
+    ]
     corrections += [
         f"Failed attempt (turn {turn}): {text}" for turn, text in state.get("failures", [])[-5:]
     ]

@@ -538,6 +538,7 @@ def render(
                 marks.compressed.get(sid),
                 tuple(crit),
                 conclusion and conclusion.get("superseded_by"),
+                segment["status"],
             )
             if closed
             else ()
@@ -560,6 +561,11 @@ def render(
                     "confidence": conclusion["confidence"],
                     "reason": conclusion["reason"],
                     "superseded_by": conclusion.get("superseded_by"),
+                    **(
+                        {"retracted_by": conclusion["retracted_by"]}
+                        if conclusion.get("retracted_by")
+                        else {}
+                    ),
                 },
                 "tokens": segment["tokens"],
                 "critical": crit,

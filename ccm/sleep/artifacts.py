@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from ccm.engine.conclusions import CUE_WORDS, plain
+from ccm.engine.text import terms
 from ccm.sleep import notes
 from ccm.sleep.graph import Conflict, Edge, Node, fingerprint, time_order
 from ccm.sleep.ladder import layer
@@ -195,13 +197,56 @@ _FILLER = (
 )
 _STOP = frozenset(_FILLER.split())
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+TITLE_WORDS = 10
+TITLE_SUBSTANCE = 3
+# a sentence, or the parenthesis a statement ends with (what the user said)
+_CLAUSES = re.compile(r"(?<=[.!?])\s+|\s*[()]\s*|\s+\u2014\s+")
+_LEAD_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|great|nice|good|perfect|right|yes|yep|yeah|well|ugh|hm+|"
+    r"thanks|then|that answers it|that'?s it|decided|decision|final|verdict|done|"
+    r"conclusion|update|note)\b[\s,.!:;\u2014-]*)+",
+    re.IGNORECASE,
+)
+_DANGLING = frozenset(
+    """
+    a an the and or but of to in on at for with by from as is are was were be it its this
+    that so then if because which who per into over under about than via through after
+    before without within not no
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
 
 
 def title(text: str) -> str:
-    """The first sentence of a conclusion, short enough for a heading and a link."""
-    flat = " ".join(text.split())
-    first = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    return notes.clip(first, 90)
+    """A heading that names what a conclusion is about: 3 to 10 words of its statement,
+    from the first sentence or clause that carries at least three words of substance
+    (the words that only say that something concluded, "ok, that answers it", "go
+    with the 45 then", do not count), cut at a clause boundary where one is near."""
+    flat = plain(" ".join(text.split()))
+    pieces = [_LEAD_FILLER.sub("", p.strip()).split() for p in _CLAUSES.split(flat)]
+    pieces = [words for words in pieces if words]
+    chosen = next((w for w in pieces if _substance(w) >= TITLE_SUBSTANCE), None)
+    if chosen is None:  # no sentence says enough alone: the first ones together
+        chosen = []
+        for words in pieces:
+            chosen += words
+            if _substance(chosen) >= TITLE_SUBSTANCE:
+                break
+    chosen = chosen[:TITLE_WORDS]
+    # end at the last clause boundary that keeps enough substance
+    for end in range(len(chosen), 2, -1):
+        if chosen[end - 1].endswith((",", ":", ";")) and _substance(chosen[:end]) >= 3:
+            chosen = chosen[:end]
+            break
+    while len(chosen) > 3 and chosen[-1].lower().strip(",:;.-") in _DANGLING:
+        chosen = chosen[:-1]
+    heading = " ".join(chosen).rstrip(",:;.!-\u2014 ") or notes.clip(flat, 90)
+    return heading[:1].upper() + heading[1:]
+
+
+def _substance(words: Sequence[str]) -> int:
+    """Words that say what (not stop words, not the words that only conclude)."""
+    found = {t for t in terms(" ".join(words)) if t not in CUE_WORDS}
+    return len(found) + sum(1 for w in words if any(c.isdigit() for c in w))
 
 
 def slug(text: str) -> str:
@@ -241,7 +286,7 @@ def assign_paths(
     for node in ordered:
         if node.id in paths:
             continue
-        stem = f"artifacts/{node.kind}/{slug(node.text)}"
+        stem = f"artifacts/{node.kind}/{slug(title(node.text))}"
         number = 1
         while True:
             path = stem if number == 1 else f"{stem}-{number}"
@@ -404,7 +449,10 @@ def artifact_note(
         ],
     }
     session_link = notes.wikilink(session_path(node.session), node.session)
-    lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text), ""]
+    # the lead paragraph: what was concluded, then what the segment was about
+    context = _context(record["summary"], node.text)
+    lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text)]
+    lines += [notes.inline(context), ""] if context else [""]
     lines.append(
         f"*{node.kind} · {status} · confidence {graph.score(node_id):.2f} "
         f"(detected {node.base:.2f}) · layer {graph.layers[node_id]}*"
@@ -429,7 +477,7 @@ def artifact_note(
         lines.append(f"Topic: {notes.inline(', '.join(record['topic']))}.")
     if conclusion.get("reason"):
         lines.append(f"Detected by: {notes.inline(str(conclusion['reason']))}.")
-    lines += ["", notes.inline(record["summary"]) or "(no summary)", "", "## Evidence", ""]
+    lines += ["", "## Evidence", ""]
     for quote in record["evidence"]:
         cut = " (clipped; the whole turn: `ccm show " + node.session + f" --turns {quote['turn']}`)"
         lines.append(
@@ -450,6 +498,14 @@ def artifact_note(
         lines.append(f"- \u2026 and {len(related) - RELATED_MAX} more (see `links` above)")
     lines.append(f"- session {session_link}")
     return notes.render(fields, "\n".join(lines) + "\n"), sources
+
+
+def _context(summary: str, statement: str) -> str:
+    """A segment's summary as the context of its conclusion: without the conclusion it
+    ends with (the summary's "→ ..."), which the statement already says."""
+    text = summary.split(" \u2192 ", 1)[0] if " \u2192 " in summary else summary
+    text = text.removeprefix("\u2192 ").strip()
+    return "" if not text or text in statement else text
 
 
 def artifact_key(graph: Graph, node_id: str, segments: dict[str, SegmentRecord]) -> str:
@@ -496,7 +552,7 @@ def session_note(record: SessionRecord, graph: Graph) -> str:
     """The note of a session: what was talked about, segment by segment."""
     session = record["session"]
     heading = record["title"] or session
-    concluded = sum(1 for s in record["segments"] if s["status"] == "concluded")
+    concluded = sum(1 for s in record["segments"] if s["status"] in ("concluded", "superseded"))
     fields: dict[str, Any] = {
         "id": f"session/{session}",
         "type": "session",

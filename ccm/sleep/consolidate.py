@@ -403,7 +403,8 @@ def _settle(
     edges, linked = relink(nodes, _link_memo(state))
     settled = resolve(nodes, edges)
     scores = propagate(nodes, edges, settled.status)
-    concluded = [n for n in nodes if segments[n.id]["status"] == "concluded"]
+    # a note for each conclusion a segment reached, also one a later one superseded
+    concluded = [n for n in nodes if segments[n.id]["status"] in ("concluded", "superseded")]
     known: dict[str, str] = state.get("paths") or vault.scan_artifacts(store.root)
     retired = _retired(store, known, concluded, records)
 
