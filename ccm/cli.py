@@ -888,12 +888,11 @@ def show(ctx: click.Context, session: str, turn_range: str | None, as_json: bool
     chosen = [t for t in turns if t["turn"] >= first and (last is None or t["turn"] <= last)]
     if as_json:
         _emit_json(chosen)
-    else:
-        for turn in chosen:
-            tool = f" {turn['tool'].get('name', '')}" if turn.get("tool") else ""
-            click.echo(f"[{turn['turn']}] {turn['role']}{tool} · {_short_ts(turn['ts'])}")
-            click.echo(turn["content"])
-            click.echo()
+    elif chosen:
+        from ccm.transcript import readable
+
+        click.echo(readable(chosen, turns))
+        click.echo()
     if bad:
         store.quarantine(session, bad)
         _fail([f"{b.describe()}; the line is kept in quarantine.jsonl" for b in bad])

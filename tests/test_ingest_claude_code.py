@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from ccm.cli import main
@@ -448,3 +449,73 @@ def test_bad_lines_are_quarantined_verbatim(copy_fixture: Any, ccm_home: Path) -
 
     assert again.exit_code == 1
     assert quarantine.read_bytes() == before
+
+
+# -- what the engine and the vault make of real transcripts ----------------------------
+
+
+def test_a_local_command_caveat_is_the_client_talking_not_the_user(
+    copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture("claude-code/edge_cases.jsonl")
+    ccm("ingest", str(path))
+    [caveat] = [e for e in raw_entries(ccm_home, "edge_cases") if "Caveat:" in e["content"]]
+    assert caveat["role"] == "system" and caveat["meta"] == {"injected": True}
+    working = yaml.safe_load((ccm_home / "chats" / "edge_cases" / "working.yaml").read_text())
+    assert not any("Caveat" in item for item in working["critical"])
+
+
+def test_topics_are_words_of_the_conversation_not_of_tool_payloads(
+    copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture(f"claude-code/{S2}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+    for session in (S2, f"{S2}~agent-83e2917c", f"{S2}~agent-6340ddef"):
+        manifest = yaml.safe_load((ccm_home / "chats" / session / "manifest.yaml").read_text())
+        opened = yaml.safe_load((ccm_home / "chats" / session / "open.yaml").read_text())
+        words = [w for s in manifest["segments"] for w in s["topic"]]
+        words += [w for e in opened["efforts"] for w in e["keywords"]]
+        assert words and all(any(c.isalnum() for c in w) for w in words), words
+        assert not any(w.startswith(("n\u2502", "\u251c", "\u2514")) for w in words), words
+
+
+def test_a_subagents_brief_gives_its_critical_items(copy_fixture: Any, ccm_home: Path) -> None:
+    path = copy_fixture(f"claude-code/{S2}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+    working = yaml.safe_load(
+        (ccm_home / "chats" / f"{S2}~agent-6340ddef" / "working.yaml").read_text()
+    )
+    assert any("Return a structured summary (100-150 words)" in c for c in working["critical"])
+    assert any("Dependencies" in c for c in working["critical"])
+
+
+def test_show_spreads_a_tool_call_and_pairs_each_result_with_its_call(
+    copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture(f"claude-code/{S1}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+    entries = raw_entries(ccm_home, S1)
+    result = next(e for e in entries if e["role"] == "tool" and (e.get("tool") or {}).get("id"))
+    caller = next(
+        e
+        for e in entries
+        if any(c["id"] == result["tool"]["id"] for c in (e.get("meta") or {}).get("tool_calls", []))
+    )
+    shown = ccm("show", S1, "--turns", f"{caller['turn']}:{result['turn']}").stdout
+    assert f"result of the call in turn {caller['turn']}" in shown
+    assert "[tool_use]" not in shown and "\u2192 " in shown
+
+
+def test_a_subagent_session_note_is_named_after_its_brief_and_links_its_parent(
+    copy_fixture: Any, ccm_home: Path
+) -> None:
+    path = copy_fixture(f"claude-code/{S2}.jsonl")
+    assert ccm("ingest", str(path)).exit_code == 0
+    assert ccm("consolidate").exit_code == 0
+    child = f"{S2}~agent-6340ddef"
+    note = (ccm_home / "chats" / child / f"{child}.md").read_text()
+    assert "\n# Examine the package.json file" in note
+    assert f"A subagent of [[chats/{S2}/{S2}|{S2}]]." in note
+    parent = (ccm_home / "chats" / S2 / f"{S2}.md").read_text()
+    assert "## Subagents" in parent
+    assert f"[[chats/{child}/{child}|Examine the package.json file]]" in parent

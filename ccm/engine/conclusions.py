@@ -99,7 +99,7 @@ CUES: list[tuple[str, re.Pattern[str]]] = [
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
             r"(?:fixed|solved|resolved|gone|dead)\b",
             r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
-            r"\b(?:works|working) (?:now|again|for real|fine now)\b|\bit works\b(?! on my)",
+            r"\b(?:works|working) (?:now|again|for real|fine now)\b|(?<!how )\bit works\b(?! on my)",
             r"\bno more (?:errors?|crash\w*|fail\w*|dup\w*|nans?|panic\w*|restarts?|timeouts?)\b",
             r"\bzero (?:nans?|errors?|restarts?|failures?|dup\w*|crash\w*)\b|\brestarts? 0\b",
             r"^(?:all |both |\d+/\d+ )?green\b|\b(?:tests?|ci|checks?|build|suite|pipeline|jobs?|"

@@ -166,7 +166,7 @@ REPLACE = re.compile(
 # not a rule: a question, a guess, a hypothetical, a request for an answer
 QUESTION = re.compile(
     r"\?\s*(?:\W\s*)?$|^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
-    r"(?:can|could|would|will|should|shall|do|does|did|is|are|was|were|have|has|what|why|"
+    r"(?:can|could|would|will|should|shall|do(?! not\b)|does|did|is|are|was|were|have|has|what|why|"
     r"how|which|who|where|when|any idea|i wonder)\b"
 )
 HEDGE = re.compile(
@@ -251,10 +251,11 @@ def _is_prose(line: str) -> bool:
     return letters >= 0.5 * len(stripped)
 
 
-def units(text: str) -> list[tuple[str, bool]]:
+def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
     """The statements of a turn: each paragraph, or each item of a list, as one text;
     fenced code and pasted output left out. ``(text, under_rules_heading)``: the items
-    of a list introduced by "ground rules:" or "constraints:" are rules as written."""
+    of a list introduced by "ground rules:" or "constraints:" (in a task brief, by any
+    line ending in a colon) are rules as written."""
     found: list[tuple[str, bool]] = []
     fenced = heading = False
     for block in re.split(r"\n\s*\n", text):
@@ -277,9 +278,11 @@ def units(text: str) -> list[tuple[str, bool]]:
                 if current:
                     found.append((" ".join(current), heading and listed))
                 current, listed = [line[bullet.end() :].strip()], True
-            elif _RULES_HEADING.search(line.lower()):
+            elif _RULES_HEADING.search(line.lower()) or (spec and line.rstrip().endswith(":")):
                 if current:
                     found.append((" ".join(current), heading and listed))
+                if spec:  # "Return a summary (100-150 words) with:" binds by itself
+                    found.append((line.strip(), False))
                 current, listed, heading = [], False, True
             elif current and (not listed or line[:1].isspace()):
                 current.append(line.strip())  # the paragraph, or an indented list item, goes on
@@ -321,16 +324,18 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
     return score, best
 
 
-def detect(role: str, text: str) -> list[tuple[str, str]]:
-    """``(kind, statement)`` for each rule a user or system turn lays down."""
+def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
+    """``(kind, statement)`` for each rule a user or system turn lays down. `spec`: the
+    turn is a task brief (a subagent's prompt), whose instructions ("Use TypeScript",
+    "Return a summary of 100-150 words") all bind the work."""
     if role not in ("user", "system"):
         return []
-    if not _ANY.search(text.lower()):
+    if not spec and not _ANY.search(text.lower()):
         return []
     found: list[tuple[str, str]] = []
-    for unit, under_heading in units(text):
+    for unit, under_heading in units(text, spec):
         parts = split_sentences(unit)
-        scored = [rule_score(s) for s in parts]
+        scored = [_brief_score(s) if spec else rule_score(s) for s in parts]
         rules = [i for i, (score, _) in enumerate(scored) if score >= THRESHOLD]
         if under_heading and not rules and len(terms(unit)) >= 2:
             # a bullet under "ground rules:" is a rule whatever its wording
@@ -372,6 +377,25 @@ def detect(role: str, text: str) -> list[tuple[str, str]]:
                 )
             )
     return found
+
+
+# an instruction of a task brief: what to use, produce or keep to
+BRIEF = re.compile(
+    r"^(?:\W*(?:and|also|then|please|pls)\W+)?(?:use|return|write|produce|output|format|"
+    r"respond|answer|keep|include|exclude|follow|avoid|ensure|limit|stick|prefer|only|do not|"
+    r"don'?t|never|always|make sure|must)\b|\(\s*\d+\s*(?:-|\u2013|to)\s*\d+\s*words?\s*\)"
+)
+
+
+def _brief_score(sentence: str) -> tuple[float, str | None]:
+    score, cue = rule_score(sentence)
+    if (
+        score < THRESHOLD
+        and BRIEF.search(sentence.lower())
+        and not QUESTION.search(sentence.lower())
+    ):
+        return THRESHOLD, "order"
+    return score, cue
 
 
 def _clip(text: str) -> str:

@@ -40,6 +40,7 @@ from ccm.engine.text import (
     cosine,
     named_speaker,
     paths,
+    prose,
     sentences,
     term_of,
     terms,
@@ -191,14 +192,19 @@ def _seconds(ts: str | None) -> float | None:
 
 
 def _turn_terms(role: str, text: str) -> list[str]:
-    return terms(text[:TOOL_TERM_CHARS] if role == "tool" else text)
+    """A turn's terms: a tool result's first lines, a person's or a model's words
+    without the code and tool payloads they carry."""
+    return terms(text[:TOOL_TERM_CHARS] if role == "tool" else prose(text))
 
 
 def _vector(open_turns: list[list[Any]], only: slice | None = None) -> Counter[str]:
-    """Term counts of open turns (each entry keeps its terms: no text is re-read)."""
+    """Term counts of the user and assistant turns among `open_turns` (each entry
+    keeps its terms: no text is re-read): a topic is in words of the conversation,
+    not of the tool output it carries."""
     counts: Counter[str] = Counter()
     for entry in open_turns[only] if only else open_turns:
-        counts.update(entry[9])
+        if entry[1] != "tool":
+            counts.update(entry[9])
     return counts
 
 
@@ -318,7 +324,7 @@ def summarize(
     candidates: list[tuple[float, int, int, str]] = []
     first_turn = open_turns[0][0] if open_turns else 0
     for entry in central_turns(state, open_turns, top):
-        for index, sentence in enumerate(sentences(entry[2][:6000])):
+        for index, sentence in enumerate(sentences(prose(entry[2][:6000]))):
             if len(sentence) > 400 or sentence.startswith(("[tool_use]", "```")):
                 continue
             found = set(terms(sentence))
@@ -741,7 +747,13 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         ):
             found = None  # a later mention of what a segment already concluded
 
-    rules = critical.detect(role, text) if addressed and not (role == "system" and injected) else []
+    # a subagent's prompt is its brief: every instruction in it binds the work
+    brief = role == "user" and state["opening"] is None and bool(meta.get("parent_session"))
+    rules = (
+        critical.detect(role, text, brief)
+        if addressed and not (role == "system" and injected)
+        else []
+    )
     cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(rules))
     if cue is not None:
         _close(state, params)

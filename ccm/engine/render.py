@@ -23,7 +23,7 @@ from ccm.config import Config
 from ccm.engine import working_state
 from ccm.engine.critical import forbidden_terms
 from ccm.engine.fold import State, match_effort, segment_record
-from ccm.engine.text import cosine, terms, top_terms
+from ccm.engine.text import cosine, prose, terms, top_terms
 from ccm.tokens import count_tokens
 from ccm.yamlio import Frozen, FrozenList
 
@@ -484,11 +484,11 @@ def render(
     recent_terms: Counter[str] = Counter()
     for entry in recent[-6:]:
         if entry[1] != "tool":
-            recent_terms.update(terms(entry[2]))
+            recent_terms.update(terms(prose(entry[2])))
     latest_terms: set[str] = set()
     for entry in recent[-3:]:
         if entry[1] != "tool":
-            latest_terms.update(terms(entry[2]))
+            latest_terms.update(terms(prose(entry[2])))
     near = {s["id"] for s in segments[-2:]}
 
     open_efforts = [e for e in efforts if e["status"] != "concluded" or e["id"] in marks.focused]

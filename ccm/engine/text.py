@@ -34,6 +34,10 @@ STOPWORDS = frozenset(
 _SEPARATORS = {
     **{i: " " for i in range(128) if not (chr(i).isalnum() or chr(i) in "'-")},
     **{ord(c): " " for c in "\u2014\u2013\u2026\u201c\u201d\u00ab\u00bb\u00a0\u3001\u3002\uff0c"},
+    # punctuation, arrows, box drawing (directory trees), shapes, dingbats and emoji:
+    # no word is made of them
+    **{i: " " for i in range(0x2010, 0x2C00)},
+    **{i: " " for i in range(0x1F300, 0x1FB00)},
     ord("\u2019"): "'",
     ord("\u2018"): "'",
 }
@@ -111,6 +115,24 @@ def terms(text: str) -> list[str]:
         if term:
             found.append(term)
     return found
+
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_TOOL_CALL = re.compile(r"^\[tool_use\][^\n]*$", re.M)
+_TAG = re.compile(r"</?[A-Za-z][\w-]*>")
+
+
+def prose(text: str) -> str:
+    """What a person or a model wrote in words: without fenced code, tool calls with
+    their JSON inputs and a client's wrapper tags (``<command-name>``): the words of a
+    conversation, not of the code and payloads it carries."""
+    if "```" in text:
+        text = _FENCE.sub(" ", text)
+    if "[tool_use]" in text:
+        text = _TOOL_CALL.sub(" ", text)
+    if "<" in text:
+        text = _TAG.sub(" ", text)
+    return text
 
 
 def sentences(text: str) -> list[str]:

@@ -61,7 +61,7 @@ class SegmentRecord(TypedDict):
     evidence: list[Evidence]
 
 
-class SessionRecord(TypedDict):
+class SessionRecord(TypedDict, total=False):
     session: str
     title: str | None
     source: str | None
@@ -69,6 +69,7 @@ class SessionRecord(TypedDict):
     first_ts: str | None
     last_ts: str | None
     segments: list[SegmentRecord]
+    parent: str | None  # the session a subagent session was started from
 
 
 # ---------------------------------------------------------------- reading a session
@@ -100,6 +101,7 @@ def session_record(
     source: str | None,
     first_ts: str | None,
     last_ts: str | None,
+    parent: str | None = None,
 ) -> SessionRecord:
     """What consolidation keeps of a session: its segments, with each conclusion's time
     and verbatim evidence (`turns` holds at least the `evidence_turns`)."""
@@ -151,6 +153,7 @@ def session_record(
         "first_ts": first_ts,
         "last_ts": last_ts,
         "segments": segments,
+        "parent": parent,
     }
 
 
@@ -241,6 +244,15 @@ def title(text: str) -> str:
         chosen = chosen[:-1]
     heading = " ".join(chosen).rstrip(",:;.!-\u2014 ") or notes.clip(flat, 90)
     return heading[:1].upper() + heading[1:]
+
+
+_STATUS_TAG = re.compile(r"<command-message>.*?</command-message>|<[^<>\n]{1,40}>", re.S)
+
+
+def request_title(text: str) -> str:
+    """A session named after what it was asked first: the request's first words that
+    say what (a slash command's wrapper tags left out, its name and arguments kept)."""
+    return title(" ".join(_STATUS_TAG.sub(" ", text).split()))
 
 
 def _substance(words: Sequence[str]) -> int:
@@ -536,9 +548,12 @@ def artifact_key(graph: Graph, node_id: str, segments: dict[str, SegmentRecord])
     )
 
 
-def session_key(record: SessionRecord, graph: Graph) -> str:
-    """What a session note shows of the graph, as a digest (see `artifact_key`)."""
-    shown = []
+def session_key(
+    record: SessionRecord, graph: Graph, children: Sequence[tuple[str, str]] = ()
+) -> str:
+    """What a session note shows of the graph and of its subagent sessions, as a digest
+    (see `artifact_key`)."""
+    shown: list[Any] = [[list(child) for child in children]]
     for segment in record["segments"]:
         node_id = f"{record['session']}/{segment['id']}"
         if node_id in graph.nodes:
@@ -548,10 +563,14 @@ def session_key(record: SessionRecord, graph: Graph) -> str:
     return fingerprint(shown)
 
 
-def session_note(record: SessionRecord, graph: Graph) -> str:
-    """The note of a session: what was talked about, segment by segment."""
+def session_note(
+    record: SessionRecord, graph: Graph, children: Sequence[tuple[str, str]] = ()
+) -> str:
+    """The note of a session: what was talked about, segment by segment, and the
+    session it was started from or the subagent sessions it started."""
     session = record["session"]
     heading = record["title"] or session
+    parent = record.get("parent")
     concluded = sum(1 for s in record["segments"] if s["status"] in ("concluded", "superseded"))
     fields: dict[str, Any] = {
         "id": f"session/{session}",
@@ -571,9 +590,17 @@ def session_note(record: SessionRecord, graph: Graph) -> str:
         f"to {_when(record['last_ts'] or '')}; {len(record['segments'])} segments, "
         f"{concluded} concluded.",
         "",
-        "## Segments",
-        "",
     ]
+    if parent:
+        lines += [f"A subagent of {notes.wikilink(session_path(parent), parent)}.", ""]
+    if children:
+        lines += ["## Subagents", ""]
+        lines += [
+            f"- {notes.wikilink(session_path(child), notes.link_label(label, 80))}"
+            for child, label in children
+        ]
+        lines.append("")
+    lines += ["## Segments", ""]
     for segment in record["segments"]:
         first, last = segment["raw_lines"]
         lines.append(

@@ -22,7 +22,7 @@ With nothing new, a run writes nothing at all.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -168,7 +168,7 @@ def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | 
         manifest = derive.update(store, session).tiers.manifest
     wanted = artifacts.evidence_turns(manifest)
     turns: dict[int, dict[str, Any]] = {}
-    first_ts = last_ts = title = source = None
+    first_ts = last_ts = title = source = parent = opening = None
     for line in store.scan_turns(session):
         turn = line.record
         if turn is None:
@@ -177,10 +177,18 @@ def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | 
         last_ts = turn["ts"]
         meta = turn.get("meta") or {}
         title = title or meta.get("title")
+        parent = parent or meta.get("parent_session")
+        if opening is None and turn["role"] == "user" and not meta.get("injected"):
+            opening = str(turn["content"])
         source = source or turn.get("source")
         if turn["turn"] in wanted:
             turns[turn["turn"]] = turn
-    return artifacts.session_record(manifest, turns, title, source, first_ts, last_ts)
+    # a session with no title of its own (Claude Code, a subagent) is named after what
+    # it was asked first
+    title = title or (artifacts.request_title(opening) if opening else None)
+    return artifacts.session_record(
+        manifest, turns, title, source, first_ts, last_ts, str(parent) if parent else None
+    )
 
 
 def _last_ts(store: Store, session: str) -> str:
@@ -528,19 +536,28 @@ def _notes(
                 make,
             )
         )
+    children: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for session in sorted(records):
+        parent = records[session].get("parent")
+        if parent in records:
+            children[str(parent)].append((session, records[session]["title"] or session))
+    for session in sorted(records):
+        mine = children.get(session, [])
 
-        def make_session(session: str = session) -> tuple[str, list[dict[str, Any]]]:
-            return artifacts.session_note(records[session], graph), []
+        def make_session(
+            session: str = session, mine: list[tuple[str, str]] = mine
+        ) -> tuple[str, list[dict[str, Any]]]:
+            return artifacts.session_note(records[session], graph, mine), []
 
         path = artifacts.session_path(session) + ".md"
         record = records[session]
         ids = [f"{session}/{segment['id']}" for segment in record["segments"]]
+        key = None if any(child in fresh for child, _ in mine) else remembered(path, ids)
         found.append(
             _Note(
                 path,
                 None,
-                remembered(path, ids) or artifacts.session_key(record, graph),
+                key or artifacts.session_key(record, graph, mine),
                 session in fresh,
                 make_session,
             )
