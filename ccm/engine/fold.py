@@ -682,9 +682,7 @@ def _topic_score(
         score += 1.0
         cue = "conclusion" if cue == "cohesion" else cue
     if found is not None:
-        said = set(terms(found.said or found.text))
-        if len(said - seen) < 3 or len(said & seen) > 1:
-            score -= 2.0  # it concludes what the segment was about, not something new
+        score -= 2.0  # it concludes what the segment was about
     if len(mine) < 3:
         score -= 1.0
     answered = next((e for e in reversed(open_turns) if e[1] == "assistant"), None)
