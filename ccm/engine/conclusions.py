@@ -35,7 +35,7 @@ the lead of what was accepted (the assistant's proposal or finding just before).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ccm.engine.text import sentences, terms
@@ -54,7 +54,7 @@ ASSISTANT_FACTOR = 0.7
 # a decision or an accepted answer is the user's to make ("Understood." is not one)
 ASSISTANT_KINDS = frozenset({"resolution", "task", "insight"})
 LONG_TURN = 3000
-LONG_ANSWER = 1200
+LONG_ANSWER = 800
 STATEMENT_CHARS = 320
 
 
@@ -87,91 +87,189 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 _WORD = r"[\w.+/#'-]+"
-CUES: list[tuple[str, re.Pattern[str]]] = [
+# Each cue: its kind, the anchors one of which a sentence must hold for it to match (a
+# substring test costs far less than a pattern scanning the sentence, and most
+# sentences hold no anchor of most cues), and the pattern.
+CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
+    # resolution: a fix confirmed
     (
         "resolution",
+        ("fixed", "solved", "resolved"),
         _rx(
             r"\b(?:that|this|it|which)(?:'s| is| has)? (?:fixed|solved|resolved) (?:it|that|the)\b",
-            r"\b(?:that|this|it) (?:did it|did the trick|was it)\b",
             r"(?<!needed )(?<!need )(?<!get )(?<!be )(?<!have )(?:^|\b(?:is|'s|are|now|all|got|"
             r"been|one'?s|bug'?s)\s+)(?:fixed|solved|resolved)(?=\s*(?:[,.;!\u2014-]|$|then|now|"
             r"for real|too|as well|\w*\s*[\U0001f389\u2705\u2714]))",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
-            r"(?:fixed|solved|resolved|gone|dead)\b",
+            r"(?:fixed|solved|resolved)\b",
+            r"\bproblem solved\b",
+        ),
+    ),
+    (
+        "resolution",
+        ("did it", "did the trick", "was it"),
+        _rx(r"\b(?:that|this|it) (?:did it|did the trick|was it)\b"),
+    ),
+    (
+        "resolution",
+        ("dead", "gone"),
+        _rx(
+            r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
+            r"(?:gone|dead)\b",
             r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
-            r"\b(?:works|working) (?:now|again|for real|fine now)\b|(?<!how )\bit works\b(?! on my)",
-            r"\bno more (?:errors?|crash\w*|fail\w*|dup\w*|nans?|panic\w*|restarts?|timeouts?)\b",
-            r"\bzero (?:nans?|errors?|restarts?|failures?|dup\w*|crash\w*)\b|\brestarts? 0\b",
+        ),
+    ),
+    (
+        "resolution",
+        ("works", "working"),
+        _rx(
+            r"\b(?:works|working) (?:now|again|for real|fine now)\b|(?<!how )\bit works\b(?! on my)"
+        ),
+    ),
+    (
+        "resolution",
+        ("no more",),
+        _rx(r"\bno more (?:errors?|crash\w*|fail\w*|dup\w*|nans?|panic\w*|restarts?|timeouts?)\b"),
+    ),
+    (
+        "resolution",
+        ("zero", "restart"),
+        _rx(r"\bzero (?:nans?|errors?|restarts?|failures?|dup\w*|crash\w*)\b|\brestarts? 0\b"),
+    ),
+    (
+        "resolution",
+        ("green", "pass"),
+        _rx(
             r"^(?:all |both |\d+/\d+ )?green\b|\b(?:tests?|ci|checks?|build|suite|pipeline|jobs?|"
             r"runs?|everything|all|both)\b[^.;?]{0,30}\b(?:green|pass(?:es|ed|ing)?)\b"
-            r"(?! (?:on my|locally|it\b))",
-            r"\bconfirmed\b|\b(?:numbers|totals|counts) (?:all )?match\b",
-            r"\bthat'?s the (?:root )?cause\b|\bit was (?:the|a) [\w ]{2,30} all along\b",
-            r"\blesson learned\b|\bproblem solved\b",
+            r"(?! (?:on my|locally|it\b))"
         ),
+    ),
+    (
+        "resolution",
+        ("confirmed", "match"),
+        _rx(r"\bconfirmed\b|\b(?:numbers|totals|counts) (?:all )?match\b"),
+    ),
+    (
+        "resolution",
+        ("cause", "all along"),
+        _rx(r"\bthat'?s the (?:root )?cause\b|\bit was (?:the|a) [\w ]{2,30} all along\b"),
+    ),
+    ("resolution", ("lesson",), _rx(r"\blesson learned\b")),
+    # answer: an answer accepted
+    ("answer", ("answers",), _rx(r"\bthat answers (?:it|my question|the question|that)\b")),
+    ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?! (?:to|if|but))")),
+    ("answer", ("explains",), _rx(r"\bthat explains (?:it|a lot|everything|the)\b")),
+    (
+        "answer",
+        ("good to know", "solved", "settles"),
+        _rx(r"\bgood to know\b|\bmystery solved\b|\bthat settles it\b"),
     ),
     (
         "answer",
-        _rx(
-            r"\bthat answers (?:it|my question|the question|that)\b",
-            r"\b(?:makes|made) sense\b(?! (?:to|if|but))",
-            r"\bthat explains (?:it|a lot|everything|the)\b",
-            r"\bgood to know\b|\bmystery solved\b|\bthat settles it\b",
-            r"^(?:ok(?:ay)?|right)?[, ]*(?:clear|got it|understood)\b",
-        ),
+        ("clear", "got it", "understood"),
+        _rx(r"^(?:ok(?:ay)?|right)?[, ]*(?:clear|got it|understood)\b"),
     ),
+    # rejection: an option ruled out
+    ("rejection", ("ruled",), _rx(r"\bruled\s+out\b")),
     (
         "rejection",
+        ("because",),
         _rx(
-            r"\bruled\s+out\b",
             r"\b(?:doesn'?t|does not|won'?t|will not|can'?t|cannot)\s+(?:work|scale|fit)\b"
             r"[^.?!]*\bbecause\b",
-            r"\bnot\s+(?:an\s+)?option\b",
             r"\b(?:rejected|dropped|abandoned)\b[^.?!]*\bbecause\b",
-            r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b",
-            r"\b(?:hack|idea|approach|option|plan) is out\b",
         ),
     ),
+    ("rejection", ("option",), _rx(r"\bnot\s+(?:an\s+)?option\b")),
+    (
+        "rejection",
+        ("viable", "feasible", "no-go", "no go"),
+        _rx(r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b"),
+    ),
+    ("rejection", (" is out",), _rx(r"\b(?:hack|idea|approach|option|plan) is out\b")),
+    # task: a task declared done
     (
         "task",
+        ("done", "finished", "complete", "shipped", "merged", "deployed", "in place"),
         _rx(
             r"^(?:done|finished|completed|shipped|merged|deployed)\s*[:.!\-\u2014\u2705\u2714]",
             r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+(?:done|finished|completed|"
             r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
-            r"\b(?:everything|all) (?:\w+ )?(?:ordered|booked|paid|sent|done|merged|in)\b",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
-            "[\u2705\u2714\u2611]",
+        ),
+    ),
+    (
+        "task",
+        ("ordered", "booked", "paid", "sent", "done", "merged"),
+        _rx(r"\b(?:everything|all) (?:\w+ )?(?:ordered|booked|paid|sent|done|merged)\b"),
+    ),
+    ("task", ("\u2705", "\u2714", "\u2611"), _rx("[\u2705\u2714\u2611]")),
+    # decision: a choice made by its owner
+    (
+        "decision",
+        ("it is",),
+        _rx(
+            rf"\b{_WORD}(?: {_WORD}){{0,3}} it is\b"
+            r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
         ),
     ),
     (
         "decision",
+        ("decision", "decided", "verdict"),
         _rx(
-            rf"\b{_WORD}(?: {_WORD}){{0,3}} it is\b(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)",
             r"^(?:final\s+)?(?:decision|decided|verdict)\s*[:\-\u2014]",
             r"\b(?:(?:we|i)\s*(?:'ve|have)?\s+)?decided\b(?! (?:to wait|not yet|later))",
             r"\b(?:the|our|final)\s+decision\s+is\b",
+        ),
+    ),
+    (
+        "decision",
+        ("go with", "going with", "stick with", "go for", "settle on"),
+        _rx(
             r"\b(?:let'?s|we'?ll|we will|we're going to|i'?ll|i will)\s+"
             r"(?:go with|stick with|go for|settle on)\b",
             r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|great|fine|good|alright|right|perfect|nice|yes|so)?[, ]*"
             r"(?:go|going) with\b",
-            r"\blet'?s (?:do|take|use|keep) (?:that|this|it|option|plan|the (?:first|second|third|"
-            r"last|cheaper|simpler|faster|safer))\b",
-            r"\bsettled on\b|\bwe agreed\b|\bagreed on\b",
-            r"\b(?:layout|plan|setup|choice|design|scope|decision)(?:'s| is)? (?:final|settled|locked)\b",
-            r"^change of plan\b",
-            r"\b(?:new rule|it'?s settled)\b",
-            r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d",
-            rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b",
-            # a short clause ending on "then": "libdeflater then", "ordering the Orla ones then"
-            rf"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|great|right|alright|so|good)?[, ]*"
-            rf"(?!(?:and|since|until|till|by|back|what|if|even|but|just|only|ok|okay|i|we|you|"
-            rf"it|he|she|they|that|this|there|was|is)\b)"
-            rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))",
         ),
     ),
     (
+        "decision",
+        ("let's", "lets"),
+        _rx(
+            r"\blet'?s (?:do|take|use|keep) (?:that|this|it|option|plan|the (?:first|second|third|"
+            r"last|cheaper|simpler|faster|safer))\b"
+        ),
+    ),
+    (
+        "decision",
+        ("settled", "agreed", "final", "locked", "new rule"),
+        _rx(
+            r"\bsettled on\b|\bwe agreed\b|\bagreed on\b",
+            r"\b(?:layout|plan|setup|choice|design|scope|decision)(?:'s| is)? "
+            r"(?:final|settled|locked)\b",
+            r"\b(?:new rule|it'?s settled)\b",
+        ),
+    ),
+    ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
+    ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
+    # a short clause ending on "then": "libdeflater then", "ordering the Orla ones then"
+    (
+        "decision",
+        ("then",),
+        _rx(
+            rf"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|great|right|alright|so|good)?[, ]*"
+            rf"(?!(?:and|since|until|till|by|back|what|if|even|but|just|only|ok|okay|i|we|you|"
+            rf"it|he|she|they|that|this|there|was|is)\b)"
+            rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))"
+        ),
+    ),
+    # insight: a finding stated
+    (
         "insight",
+        ("takeaway", "root cause", "answer is", "conclusion is"),
         _rx(
             r"\b(?:so\s+)?the\s+(?:key\s+)?takeaway\s+is\b",
             r"\bthe\s+root\s+cause\s+(?:is|was)\b",
@@ -179,17 +277,31 @@ CUES: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
 ]
+# the cues each anchor brings into play
+_CUES_OF: dict[str, tuple[int, ...]] = {}
+for _index, (_kind, _anchors, _pattern) in enumerate(CUES):
+    for _anchor in _anchors:
+        _CUES_OF[_anchor] = (*_CUES_OF.get(_anchor, ()), _index)
+# one scan of a turn finds the anchors it holds (an assistant's: of its kinds only)
+_SCAN = {
+    role: re.compile(
+        "|".join(
+            re.escape(anchor)
+            for anchor in sorted(
+                {
+                    a
+                    for kind, anchors, _ in CUES
+                    for a in anchors
+                    if role == "user" or kind in ASSISTANT_KINDS
+                },
+                key=len,
+                reverse=True,
+            )
+        )
+    )
+    for role in ("user", "assistant")
+}
 
-# a cheap literal screen over the whole turn decides whether a sentence look is needed
-ANY_CUE = re.compile(
-    r"it is|decision|decided|verdict|go with|stick with|go for|settle|agreed|let's|lets|"
-    r"final|locked|change of plan|new rule|back to| in,| out|then|fixed|solved|resolved|"
-    r"did it|did the trick|was it|dead|gone|works|working|no more|zero|restarts 0|green|"
-    r"pass|confirmed|match|cause|all along|lesson|answers|sense|explains|good to know|"
-    r"clear|got it|understood|ruled out|because|option|viable|feasible|no-go|no go|done|"
-    r"finished|complete|shipped|merged|deployed|in place|ordered|booked|paid|sent|"
-    r"takeaway|root cause|answer is|conclusion is|\u2705|\u2714|\u2611"
-)
 CONFIRMATION = _rx(
     r"^(?:yes|yep|yeah|exactly|correct|agreed|confirmed|perfect|lgtm)\b[\s,.!]+"
     r"(?:exactly|thanks|thank you|that'?s (?:it|right)|let'?s do (?:that|it)|do (?:that|it)|"
@@ -355,8 +467,11 @@ def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> s
     """The conclusion as a reusable statement: what the turn says, led by what it
     accepts (the latest assistant turn before it) when it accepts an answer or a
     finding ("that answers it", "confirmed", "decided") or says little itself."""
-    accepting = kind in ("answer", "confirmation") or bool(ACCEPTS.search(said.lower()))
-    if specifics(said) >= 6 and not accepting:
+    rich = specifics(said) >= 6
+    accepting = kind in ("answer", "confirmation") or (
+        not rich and bool(ACCEPTS.search(said.lower()))
+    )
+    if rich and not accepting:
         return said
     accepted = next((t for role, t in reversed(before) if role == "assistant"), None)
     found = lead(accepted) if accepted else ""
@@ -395,24 +510,28 @@ def detect(
     lower = spoken.lower()
     last_role = before[-1][0] if before else None
     confirming = role == "user" and last_role == "assistant"
-    if OWN_MACHINE.search(lower):
+    if "on my " in lower and OWN_MACHINE.search(lower):
         return None
-    hits = {m.group() for m in ANY_CUE.finditer(lower)}
+    hits = set(_SCAN[role].findall(lower))
     if not hits and not (confirming and CONFIRMATION.search(lower[:80])):
         return None
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)
     parts = [s.lower() for s in originals]
-    paused = bool(PAUSE.search(lower))
     for index, sentence in enumerate(parts):
-        if not any(hit in sentence for hit in hits) or HEDGE.search(sentence):
+        wanted: set[int] = set()
+        for hit in hits:
+            if hit in sentence:
+                wanted.update(_CUES_OF[hit])
+        cues = [
+            CUES[i][::2] for i in sorted(wanted) if role == "user" or CUES[i][0] in ASSISTANT_KINDS
+        ]
+        if not cues or HEDGE.search(sentence):
             continue
         following = parts[index + 1] if index + 1 < len(parts) else ""
         if following.startswith(("no wait", "wait", "no,", "nope", "not really", "not quite")):
             continue
-        for kind, pattern in CUES:
-            if role == "assistant" and kind not in ASSISTANT_KINDS:
-                continue
+        for kind, pattern in cues:
             match = pattern.search(sentence)
             if match is None:
                 continue
@@ -428,7 +547,7 @@ def detect(
                 PAUSE.search(sentence) or NOT_DONE.search(sentence)
             ):
                 continue
-            if paused and kind == "task" and specifics(sentence) < 2:
+            if kind == "task" and specifics(sentence) < 2 and PAUSE.search(lower):
                 continue  # "that's it for today" with nothing else done
             said = own_words(originals, index)
             reason = f"{kind} cue '{match.group().strip()}' in a {role} turn"
@@ -438,7 +557,12 @@ def detect(
             )
     if confirming:
         match = CONFIRMATION.search(parts[0] if parts else "")
-        if match and not text.rstrip().endswith("?") and not _has_failure(lower) and not paused:
+        if (
+            match
+            and not text.rstrip().endswith("?")
+            and not _has_failure(lower)
+            and not PAUSE.search(lower)
+        ):
             confidence = CONFIDENCE["confirmation"]
             accepted = before[-1][1]
             if accepted.rstrip().endswith("?"):
@@ -475,11 +599,12 @@ def supersedes(later: Conclusion, earlier: Conclusion) -> bool:
     return overlap >= 0.5 and a != b
 
 
-def same_subject(later: str, earlier: str) -> bool:
+def same_subject(later: str, earlier: str, common: Callable[[str], bool] | None = None) -> bool:
     """Whether two conclusions are about the same thing: they share at least two of the
-    terms that say what (not the words that only conclude), a good part of the shorter."""
-    a = {t for t in subject(later) if t not in CUE_WORDS}
-    b = {t for t in subject(earlier) if t not in CUE_WORDS}
+    terms that say what (not the words that only conclude, nor, by `common`, the words
+    the whole conversation uses), a good part of the shorter."""
+    a = {t for t in subject(later) if t not in CUE_WORDS and not (common and common(t))}
+    b = {t for t in subject(earlier) if t not in CUE_WORDS and not (common and common(t))}
     shared = len(a & b)
     return shared >= 2 and shared >= 0.2 * min(len(a), len(b))
 

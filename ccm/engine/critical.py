@@ -26,94 +26,256 @@ gets embedded by the ingest team..."), else the rule sentence with its neighbour
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ccm.engine.text import terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
 
 # a clause opens at the start of a sentence or after a colon, dash, comma or "so/and"
-_OPEN = r"(?:^|[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)"
+# a clause opens at the start of a sentence or after a colon, dash, comma or "so/and";
+# these are searched just before a cue that must open one
+_OPENS = re.compile(r"(?:[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
+_OPENS_STRICT = re.compile(r"(?:[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
+_OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please)\s+)$")
 
-# flagged as a rule: the speaker says it is one
-FLAG = re.compile(
-    r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
-    r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
-    r"hard (?:constraint|limit|budget|deadline|requirement|stop|cap|no)|"
-    r"non[- ]?negotiable|no exceptions?|mandatory|at all times|under no circumstances|"
-    r"whatever (?:we|you|i|they) (?:do|pick|choose|build|decide)|no matter what|"
-    r"from now on|going forward|from here on|i mean it|insists? on|"
-    r"(?:his|her|their|my|our|one|the) (?:condition|constraint|requirement)s?\b|"
-    r"(?:is|are|it'?s) (?:a )?(?:hard |strict )?(?:constraint|requirement|must)\b|"
-    r"not moving|not negotiable|(?:is|are|stays?) (?:frozen|locked)\b|"
-    r"deal[- ]?breaker|red line|"
-    r"\b(?:deadline|budget|curfew|cut-?off|limit|cap)\s*(?:is\b|:|of\b|=|\u2014|-\s))"
+
+@dataclass(frozen=True)
+class Cue:
+    """One way of saying something that binds: `pattern`, searched only in a sentence
+    holding one of `triggers` (a set intersection costs far less than a regular
+    expression scanning the sentence, and most sentences hold none), and, with
+    `opens`, only where a clause opens just before it."""
+
+    name: str
+    triggers: frozenset[str]
+    pattern: re.Pattern[str]
+    opens: re.Pattern[str] | None = None
+    requires: tuple[str, ...] = ()  # one of these must be in the sentence too
+
+    def found(self, lower: str, held: set[str]) -> bool:
+        if held.isdisjoint(self.triggers):
+            return False
+        if self.requires and not any(part in lower for part in self.requires):
+            return False
+        for match in self.pattern.finditer(lower):
+            start = match.start()
+            if self.opens is None or start == 0:
+                return True
+            if self.opens.search(lower, max(0, start - 14), start):
+                return True
+        return False
+
+
+def _cue(
+    name: str,
+    triggers: str,
+    pattern: str,
+    opens: re.Pattern[str] | None = None,
+    requires: tuple[str, ...] = (),
+) -> Cue:
+    return Cue(name, frozenset(triggers.split()), re.compile(pattern), opens, requires)
+
+
+_NOT_NEVER = (
+    r"(?! (?:\w+ed|told|said|went|did|had|got|been|forget|made|saw|knew|thought|heard|came|"
+    r"took|gave|found|felt|left|ran|wrote|the|a|an|same|so|like|there|here|mind|\w+s)\b)"
+)
+_NO_WHAT = (
+    r"(?!idea|worries|problem|way|rush|luck|clue|thanks|need|one\b|i\b|it\b|not\b|more\b|"
+    r"longer\b|doubt|wonder|kidding|joke|change|error|errors|issue|issues|nan\b|diff|"
+    r"difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
+    r"luck|dice|go\b|big deal|pr\b|\w+ yet)"
+)
+# a limit needs a number to bind ("max one stop", "under 9k")
+_NUMBERS = (
+    *"0123456789",
+    *"\u20ac$\u00a3",
+    *["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"],
+    "a day",
+    "a week",
+)
+CUES: tuple[Cue, ...] = (
+    # flagged as a rule: the speaker says it is one
+    _cue(
+        "flag",
+        "rule rules",
+        r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
+        r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb))",
+    ),
+    _cue("flag", "hard", r"\bhard (?:constraint|limit|budget|deadline|requirement|stop|cap|no)\b"),
+    _cue(
+        "flag",
+        "negotiable non-negotiable nonnegotiable",
+        r"\bnon[- ]?negotiable|\bnot negotiable",
+    ),
+    _cue("flag", "exception exceptions", r"\bno exceptions?\b"),
+    _cue("flag", "mandatory", r"\bmandatory\b"),
+    _cue("flag", "times", r"\bat all times\b"),
+    _cue("flag", "circumstances", r"\bunder no circumstances\b"),
+    _cue("flag", "whatever", r"\bwhatever (?:we|you|i|they) (?:do|pick|choose|build|decide)\b"),
+    _cue("flag", "matter", r"\bno matter what\b"),
+    _cue(
+        "flag",
+        "now forward here",
+        r"\b(?:from now on|going forward|from here on)\b",
+        requires=("from now on", "going forward", "from here on"),
+    ),
+    _cue("flag", "mean", r"\bi mean it\b"),
+    _cue("flag", "insist insists", r"\binsists? on\b"),
+    _cue(
+        "flag",
+        "condition conditions constraint constraints requirement requirements must",
+        r"\b(?:his|her|their|my|our) (?:condition|constraint|requirement)s?\b|"
+        r"\b(?:is|are|it'?s) (?:a )?(?:hard |strict )?(?:constraint|requirement|must)\b",
+    ),
+    _cue("flag", "moving frozen locked", r"\bnot moving\b|\b(?:is|are|stays?) (?:frozen|locked)\b"),
+    _cue("flag", "breaker deal-breaker dealbreaker line", r"\bdeal[- ]?breaker|\bred line\b"),
+    _cue(
+        "flag",
+        "deadline budget curfew cutoff cut-off limit cap",
+        r"\b(?:deadline|budget|curfew|cut-?off|limit|cap)\s*(?:is\b|:|of\b|=|\u2014|-\s)"
+        r"\s*(?:\S+\s+){0,3}?(?:[\d\u20ac$\u00a3]|(?:one|two|three|four|five|six|seven|eight|nine|"
+        r"ten|twenty|fifty|hundred|thousand|end|eod|tomorrow|today|tonight|noon|midnight|"
+        r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)",
+    ),
+    # obliges or forbids; "must" of a guess ("must be undercounting") is left out below
+    _cue("deontic", "must mustn't", r"\bmust(?:n'?t| not| never| always| only)?\b"),
+    _cue(
+        "deontic", "has have had need needs", r"\b(?:has|have|had|needs?) to\b", requires=(" to ",)
+    ),
+    _cue("deontic", "shall", r"\bshall\b"),
+    _cue(
+        "deontic",
+        "allowed permitted required",
+        r"\bis (?:not )?allowed\b|\bare (?:not )?allowed\b|\bnot permitted\b|"
+        r"\b(?:is|are|be|'s|'re) (?:not |also |always |strictly )?required\b|\brequired (?:to|for|by)\b",
+    ),
+    _cue(
+        "deontic",
+        "need needs require requires",
+        r"\b(?:needs?|requires?) (?:\w+'s |an? |the |my |our |your )?(?:ok|okay|approval|"
+        r"sign-?off|review|permission|consent|go-ahead)\b",
+    ),
+    _cue(
+        "deontic",
+        "goes go belongs belong lives live",
+        r"\b(?:goes|go|belongs?|lives?) (?:in|into|on|to) [^.;]{1,40}, not\b",
+        requires=(", not",),
+    ),
+    _cue(
+        "deontic",
+        "can't cannot can may mustn't shouldn't should won't cant",
+        r"\b(?:can'?t|cannot|can not|may not|mustn'?t|shouldn'?t|should not|"
+        r"won'?t be able to)\s+(?:\w+\s+)?(?:do|use|touch|write|change|edit|go|exceed|cost|be|"
+        r"have|store|show|take|add|merge|deploy|run|push|eat|drink|stand|handle|afford|spend|"
+        r"move|fly|drive|leave|miss|break|lose|get|keep|log|send|share|delete|drop|"
+        r"install|upgrade|rely|depend|commit|mix|hold|carry|walk|climb|sleep|book|pay|stay)\b",
+        requires=("n't", "not", "cannot"),
+    ),
+    # a prohibition or a standing order at the opening of a clause
+    _cue("order", "don't dont do", r"\b(?:don'?t|do not)\b", _OPENS, ("don", "do not")),
+    _cue("order", "never always", r"\b(?:never|always)\b" + _NOT_NEVER, _OPENS_STRICT),
+    _cue(
+        "order",
+        "not",
+        r"\b(?:use|write|put|send|call|name|spell|book|answer|reply)\s[^.;]{1,40}?,? not\b",
+        _OPENS_STRICT,
+        (" not ", " not."),
+    ),
+    _cue("order", "avoid refrain stop", r"\b(?:avoid|refrain from|stop using)\b", _OPENS_STRICT),
+    _cue(
+        "order",
+        "alone hands nothing",
+        r"\bleave (?:\S+ ){0,3}alone|\bhands off|\bnothing (?:under|in|inside|with|from|that|"
+        r"outside)\b",
+        _OPENS_STRICT,
+    ),
+    _cue(
+        "order",
+        "keep",
+        r"\bkeep (?!going|at it|it up|in mind|me posted|an eye|track|trying|looking|digging|"
+        r"(?:it|that|this|them|those|both)\s*(?:[.!,]|$))",
+        _OPENS_STRICT,
+    ),
+    _cue(
+        "order",
+        "stay stick",
+        r"\b(?:we(?:'ll| will)? )?(?:stay (?:on|with|under|below|within|off|away|in|out)|"
+        r"stick (?:to|with))",
+        _OPENS_STRICT,
+    ),
+    _cue(
+        "order",
+        "only",
+        r"\bonly (?:ever |use|touch|read|write|run|deploy|push|work|book|buy|pick|edit)",
+        _OPENS_STRICT,
+        tuple(
+            f"only {verb}"
+            for verb in [
+                "ever",
+                "use",
+                "touch",
+                "read",
+                "write",
+                "run",
+                "deploy",
+                "push",
+                "work",
+                "book",
+                "buy",
+                "pick",
+                "edit",
+            ]
+        ),
+    ),
+    _cue(
+        "order",
+        "sure remember forget careful watch mind",
+        r"\b(?:make sure|be sure to|remember to|don'?t forget to|be careful|careful with|"
+        r"watch out|mind the)\b",
+        _OPENS_STRICT,
+    ),
+    _cue(
+        "order",
+        "no",
+        r"\bno " + _NO_WHAT + r"(?:[\w\"'()*.#/-]+ ){0,3}(?:in|on|to|into|inside|under|for|from|"
+        r"with|without|mixed|anywhere|ever|allowed|pls|please|period|at all)\b",
+        _OPENS_STRICT,
+    ),
+    # a limit that opens a sentence or clause: "max one stop", "no more than 3 changes"
+    _cue(
+        "bound",
+        "max maximum minimum most least more up under below only than",
+        r"\b(?:max(?:imum)?|minimum|at most|at least|no more than|not more than|up to|under|"
+        r"below|only|no \w+ (?:longer|more|later|earlier|shorter) than)\s+(?:\S+\s+){0,2}?"
+        r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
+        _OPENS_LIMIT,
+        _NUMBERS,
+    ),
 )
 # a sentence that opens with a flag: "important: ...", "heads up: ...", "rule: ..."
 FLAG_OPEN = re.compile(
     r"^(?:\W*(?:and|also|oh|so|but|btw|ok|okay|one more thing|one thing|just)\W+)*"
-    r"(?:(?:very |super |really )?important|heads[- ]up|fyi|note|n\.?b\.?|careful|"
+    r"(?:(?:very |super |really )?important|heads[- ]up|fyi|n\.b\.|careful|"
     r"rule|constraint|requirement|reminder|caveat|one thing|ps|p\.s\.|remember|"
     r"keep in mind|bear in mind|don'?t forget|for the record|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
 )
-# obliges or forbids; "must" of a guess ("must be undercounting", "must have been")
-# is left out below
-DEONTIC = re.compile(
-    r"\bmust(?:n'?t| not| never| always| only)?\b|\b(?:has|have|had) to\b|\bneeds? to\b|"
-    r"\bshall\b|\bis (?:not )?allowed\b|\bare (?:not )?allowed\b|\bnot permitted\b|"
-    r"\brequired\b|\b(?:needs?|requires?) (?:\w+'s |an? |the |my |our |your )?(?:ok|okay|"
-    r"approval|sign-?off|review|permission|consent|go-ahead)\b|"
-    r"\b(?:goes|go|belongs?|lives?) (?:in|into|on|to) [^.;]{1,40}, not\b|\b(?:can'?t|cannot|can not|may not|mustn'?t|shouldn'?t|should not|"
-    r"won'?t be able to)\s+(?:\w+\s+)?(?:do|use|touch|write|change|edit|go|exceed|cost|be|"
-    r"have|store|show|take|add|merge|deploy|run|push|eat|drink|stand|handle|afford|spend|"
-    r"move|fly|drive|leave|miss|break|lose|get|keep|log|send|share|delete|drop|"
-    r"install|upgrade|rely|depend|commit|mix|hold|carry|walk|climb|sleep|book|pay|stay)\b"
-)
+# "must" and "have to" of a guess or of the speaker's own next chore, not a rule
 GUESS = re.compile(
     r"\bmust(?:'ve| have| be \w+ing\b| be (?:wrong|right|it|the|a|an|some|somewhere|"
     r"broken|missing|off|lying|confused|kidding|joking|nice|fun|great|hard|tough|"
     r"tired|exhausting))|\b(?:i|we|you) (?:have|had|need) to (?:admit|say|ask|confess|"
     r"agree|go now|run now|check|look|think|wonder|dash|leave now)\b|"
     r"\bhave to (?:see|wait and see)\b|"
-    r"\b(?:has|have) to be (?:the|a|an|it|that|this|something|somewhere|related|because)\b|\bcan'?t be (?:it|that|this|the|right|true|wrong|"
-    r"related|a|an)\b|"
-    # the speaker's own next chore, not a rule: "need to check with Dario first"
+    r"\b(?:has|have) to be (?:the|a|an|it|that|this|something|somewhere|related|because)\b|"
+    r"\bcan'?t be (?:it|that|this|the|right|true|wrong|related|a|an)\b|"
+    # the speaker's own next chore: "need to check with Dario first"
     r"(?:^|[.:,;]\s*|\b(?:i|we|now|so|then|still|just)\s+)(?:actually\s+)?(?:need|have|had) "
     r"to (?:actually )?(?:check|ask|talk|look|figure|find|think|decide|pick|choose|call|email|"
     r"go|leave|run|get|buy|order|wait|see|sort|do|finish|write|read|send|tell|book|sleep|"
     r"eat|try|fix|debug|test|measure|ping|grab|head|hop|jump|dash)\b"
-)
-# a prohibition or a standing order at the opening of a clause
-ORDER = re.compile(
-    r"(?:"
-    + _OPEN
-    + r"(?:don'?t|do not)|(?:^|[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)"
-    r"(?:(?:never|always)(?! (?:\w+ed|told|said|went|did|had|got|been|forget|"
-    r"made|saw|knew|thought|heard|came|took|gave|found|felt|left|ran|wrote|the|a|an|same|"
-    r"so|like|there|here|mind|\w+s)\b)|"
-    r"(?:use|write|put|send|call|name|spell|book|answer|reply)\s[^.;]{1,40}?,? not\b|"
-    r"avoid|refrain from|stop using|"
-    r"leave (?:\S+ ){0,3}alone|hands off|nothing (?:under|in|inside|with|from|that|outside)|"
-    r"keep (?!going|at it|it up|in mind|me posted|an eye|track|trying|looking|digging|"
-    r"(?:it|that|this|them|those|both)\s*(?:[.!,]|$))|"
-    r"(?:we(?:'ll| will)? )?(?:stay (?:on|with|under|below|within|off|away|in|out)|"
-    r"stick (?:to|with))|"
-    r"only (?:ever |use|touch|read|write|run|deploy|push|work|book|buy|pick|edit)|"
-    r"make sure|be sure to|remember to|don'?t forget to|be careful|careful with|watch out|"
-    r"mind the|"
-    r"no (?!idea|worries|problem|way|rush|luck|clue|thanks|need|one\b|i\b|it\b|not\b|"
-    r"more\b|longer\b|doubt|wonder|kidding|joke|change|error|errors|issue|issues|nan\b|"
-    r"diff|difference|output|response|reply|answer|news|results?\b|match|matches|hits|"
-    r"sign|trace|luck|dice|go\b|big deal|pr\b|\w+ yet)"
-    r"(?:[\w\"'()*.#/-]+ ){0,3}(?:in|on|to|into|inside|under|for|from|with|without|"
-    r"mixed|anywhere|ever|allowed|pls|please|period|at all)\b))"
-)
-# a limit that opens a sentence or clause: "max one stop", "no more than 3 hotel changes"
-BOUND = re.compile(
-    r"(?:^|[:;\u2014]\s*|\b(?:so|and|but|also|pls|please)\s+)(?:max(?:imum)?|minimum|at most|"
-    r"at least|no more than|not more than|up to|under|below|only|no \w+ (?:longer|more|later|"
-    r"earlier|shorter) than)\s+(?:\S+\s+){0,2}?(?:[\d\u20ac$\u00a3]|one|two|three|four|five|"
-    r"six|seven|eight|nine|ten|a (?:day|week))"
 )
 # a limit, a deadline, a budget: weighs with another cue or a number
 LIMIT = re.compile(
@@ -122,7 +284,8 @@ LIMIT = re.compile(
     r"(?:less|fewer|shorter|longer|more) than|under|below|within|up to|all in|"
     r"only|until|till|by (?:mon|tue|wed|thu|fri|sat|sun|the end|end of|eod|tomorrow|"
     r"tonight|noon|\d)|before (?:mon|tue|wed|thu|fri|sat|sun|the|we|you|\d)|"
-    r"stays?(?: where| as| in| on| out| put)?|not (?:touching|moving|changing))\b"
+    r"stays? (?:where|as|put|the same|untouched|unchanged|in place)|"
+    r"not (?:touching|moving|changing))\b"
 )
 NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twice)\b")
 # the speaker's standing preference or condition
@@ -174,39 +337,111 @@ HEDGE = re.compile(
     r"might|what if|suppose|imagine|hypothetically|in theory|not sure|no idea|i wonder|"
     r"fun fact|i doubt)\b"
 )
-# a literal screen: every cue above holds one of these; most turns hold none
-_ANY = re.compile(
-    r"rule|constraint|requirement|negotiable|exception|mandatory|all times|circumstances|"
-    r"whatever|no matter|now on|going forward|here on|mean it|insist|condition|must|"
-    r"not moving|frozen|fixed|locked|breaker|red line|important|heads|fyi|note|careful|"
-    r"warning|reminder|remember|caveat|one thing|clear|has to|have to|had to|need|shall|allowed|"
-    r"permitted|required|can't|cannot|can not|may not|mustn|shouldn|should not|won't|"
-    r"don't|do not|never|always|avoid|refrain|stop using|alone|hands off|nothing|keep|"
-    r"stay|stick|only|make sure|watch out|mind the|no |budget|deadline|limit|cap|max|min|"
-    r"at least|than|under|below|within|up to|all in|until|till|by |before|prefer|rather|"
-    r"hate|loathe|stand|like|want|fan of|allergic|sick|vegetarian|vegan|gluten|lactose|"
-    r"halal|kosher|pescatarian|teetotal|afraid|scared|terrified|diabetic|pregnant|"
-    r"style|tone|format|convention|casual|formal|concise|verbose|bullet|emoji|spelling|"
-    r"naming|lowercase|uppercase|indent|tabs|spaces|pls|plz|please|now|forget|scratch|"
-    r"change of|drop the|use the new|switch|instead|, not|approval|sign|permission|consent|"
-    r"go-ahead|ok first|eur|usd|chf|gbp|dollar|pound|yen|metric|imperial|celsius|fahrenheit|"
-    r"utc|local time|english|german|french|spanish|italian|dutch|japanese"
+# what each kind of cue weighs: a sentence whose cues weigh THRESHOLD states a rule
+CUE_WEIGHTS = {
+    "flag": 2.0,
+    "deontic": 2.0,
+    "order": 2.0,
+    "bound": 2.0,
+    "prefer": 2.0,
+    "replace": 2.0,
+    "want": 1.0,
+    "limit": 1.0,
+    "style": 1.5,
+    "contrast": 1.0,
+    "polite": 0.5,
+    "change": 1.0,
+}
+CUES = (
+    *CUES,
+    _cue(
+        "prefer",
+        "prefer rather hate loathe stand like eat drink fly preference fan allergic sick "
+        "motion-sick seasick carsick travel-sick vegetarian vegan gluten lactose halal "
+        "kosher pescatarian teetotal afraid scared terrified diabetic pregnant wheelchair "
+        "crutches diet stairs walk climb swim",
+        PREFER.pattern,
+    ),
+    _cue(
+        "replace",
+        "now forget scratch instead",
+        REPLACE.pattern,
+        requires=("now,", "now not", "forget ", "scratch that", "instead of"),
+    ),
+    _cue("want", "want like", WANT.pattern, requires=("i ", "we ", "i'd", "we'd")),
+    _cue(
+        "limit",
+        "budget deadline limit cap caps max maximum minimum most least than under below "
+        "within up all only until till by before stays stay touching moving changing",
+        LIMIT.pattern,
+    ),
+    _cue(
+        "style",
+        "style tone format formatting convention conventions conventional casual formal "
+        "concise verbose short bullet bullets emoji emojis british american spelling naming "
+        "lowercase uppercase indent indents indentation indented tabs spaces eur euro euros "
+        "usd dollars chf gbp pounds yen metric imperial celsius fahrenheit utc local english "
+        "german french spanish italian dutch japanese",
+        STYLE.pattern,
+    ),
+    _cue("contrast", "not", CONTRAST.pattern, requires=(", not ",)),
+    _cue("polite", "pls plz please", POLITE.pattern),
+    _cue(
+        "change",
+        "now longer instead anymore any change drop use switch switching",
+        CHANGE.pattern,
+        requires=(
+            "is now",
+            "are now",
+            "no longer",
+            "instead of",
+            "any more",
+            "anymore",
+            "change of",
+            "drop the",
+            "use the new",
+            "switch",
+        ),
+    ),
 )
+# the order in which cues are tried: by the weight of their kind, strongest first
+_PRIORITY = {
+    index: (-CUE_WEIGHTS[cue.name], list(CUE_WEIGHTS).index(cue.name), index)
+    for index, cue in enumerate(CUES)
+}
+# which cues a word may bring into play
+_BY_WORD: dict[str, tuple[int, ...]] = {}
+for _index, _one in enumerate(CUES):
+    for _word in _one.triggers:
+        _BY_WORD[_word] = (*_BY_WORD.get(_word, ()), _index)
+_OPEN_WORDS = frozenset(
+    [
+        "important",
+        "heads",
+        "heads-up",
+        "fyi",
+        "n.b",
+        "careful",
+        "rule",
+        "constraint",
+        "requirement",
+        "reminder",
+        "caveat",
+        "one",
+        "ps",
+        "p.s",
+        "remember",
+        "keep",
+        "bear",
+        "don't",
+        "record",
+        "clear",
+    ]
+)
+# punctuation around words (not the apostrophe of "don't" or the hyphen of "cut-off")
+_EDGES = str.maketrans({c: " " for c in '.,;:!?()[]{}"`*'})
 
-WEIGHTS = (
-    ("flag", FLAG, 2.0),
-    ("deontic", DEONTIC, 2.0),
-    ("order", ORDER, 2.0),
-    ("prefer", PREFER, 2.0),
-    ("replace", REPLACE, 2.0),
-    ("want", WANT, 1.0),
-    ("bound", BOUND, 2.0),
-    ("limit", LIMIT, 1.0),
-    ("style", STYLE, 1.5),
-    ("contrast", CONTRAST, 1.0),
-    ("polite", POLITE, 0.5),
-    ("change", CHANGE, 1.0),
-)
+
 THRESHOLD = 2.0
 KINDS = {  # the kind an item is, by its strongest cue
     "flag": "constraint",
@@ -240,6 +475,7 @@ _CODE_LINE = re.compile(
     r"(?i:error|warning|fatal|panic|note|info|debug|traceback|exception|caused by)\b\s*[:(\[])"
 )
 _WORDS = re.compile(r"[^\W\d_]{2,}")
+_SYMBOLS = re.compile(r"[{}\[\]=<>|\\$]")
 
 
 def _is_prose(line: str) -> bool:
@@ -247,6 +483,8 @@ def _is_prose(line: str) -> bool:
     stripped = line.strip()
     if not stripped or _CODE_LINE.match(stripped):
         return False
+    if not _SYMBOLS.search(stripped):
+        return True  # words and punctuation only
     letters = sum(len(w) for w in _WORDS.findall(stripped))
     return letters >= 0.5 * len(stripped)
 
@@ -278,7 +516,7 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
                 if current:
                     found.append((" ".join(current), heading and listed))
                 current, listed = [line[bullet.end() :].strip()], True
-            elif _RULES_HEADING.search(line.lower()) or (spec and line.rstrip().endswith(":")):
+            elif line.rstrip().endswith(":") and (spec or _RULES_HEADING.search(line.lower())):
                 if current:
                     found.append((" ".join(current), heading and listed))
                 if spec:  # "Return a summary (100-150 words) with:" binds by itself
@@ -299,29 +537,60 @@ def split_sentences(unit: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(unit) if s.strip()]
 
 
+_STRONG = ("flag", "deontic", "order", "bound", "prefer", "replace")
+
+
 def rule_score(sentence: str) -> tuple[float, str | None]:
-    """How strongly `sentence` states a rule, and its strongest cue (None if none)."""
+    """How strongly `sentence` states a rule (`THRESHOLD` or more is one), and its
+    strongest cue (None if none). The kinds of cue are tried strongest first, and only
+    as far as they can still change the outcome: one strong cue makes a rule, and weak
+    ones are looked for only while together they could."""
     lower = sentence.lower()
-    if not _ANY.search(lower):
-        return 0.0, None
-    if QUESTION.search(lower) or HEDGE.search(lower):
-        return 0.0, None
-    score, best, best_weight = 0.0, None, 0.0
-    for name, pattern, weight in WEIGHTS:
-        match = pattern.search(lower)
-        if match is None:
+    held = set(lower.translate(_EDGES).split())
+    wanted: set[int] = set()
+    for word in held:
+        cues = _BY_WORD.get(word)
+        if cues:
+            wanted.update(cues)
+    chosen = sorted(wanted, key=_PRIORITY.__getitem__)
+    score, best = 0.0, None
+    for index in chosen:
+        cue = CUES[index]
+        if cue.name not in _STRONG or best == cue.name or not cue.found(lower, held):
             continue
-        if name == "deontic" and GUESS.search(lower) and not ORDER.search(lower):
-            continue
-        if name == "limit" and NUMBER.search(lower):
-            weight += 0.5  # "under 9k", "max one stop", "by Friday 15 May"
-        score += weight
-        if weight > best_weight:
-            best, best_weight = name, weight
-    if FLAG_OPEN.search(lower):
-        score += 2.0
-        best = best or "flag"
+        if cue.name == "deontic" and GUESS.search(lower) and not _ordered(lower, held):
+            continue  # "it must be the cache", "I need to check first"
+        score, best = CUE_WEIGHTS[cue.name], cue.name
+        break
+    if not score and not held.isdisjoint(_OPEN_WORDS) and FLAG_OPEN.search(lower):
+        score, best = 2.0, "flag"
+    if not score:
+        weak = [CUES[i] for i in chosen if CUES[i].name not in _STRONG]
+        left = sum(CUE_WEIGHTS[c.name] + (c.name == "limit") * 0.5 for c in weak)
+        seen: set[str] = set()
+        best_weight = 0.0
+        for cue in weak:
+            if score >= THRESHOLD or score + left < THRESHOLD:
+                break
+            weight = CUE_WEIGHTS[cue.name] + (cue.name == "limit") * 0.5
+            left -= weight
+            if cue.name in seen or not cue.found(lower, held):
+                continue
+            seen.add(cue.name)
+            if cue.name == "limit" and not NUMBER.search(lower):
+                weight -= 0.5  # "under 9k", "max one stop", "by Friday 15 May" weigh more
+            score += weight
+            if weight > best_weight:
+                best, best_weight = cue.name, weight
+    if score >= THRESHOLD and (QUESTION.search(lower) or HEDGE.search(lower)):
+        return 0.0, None  # a question, a guess or a hypothetical lays down nothing
     return score, best
+
+
+def _ordered(lower: str, held: set[str]) -> bool:
+    """Whether `lower` holds an order ("don't", "never", "keep"...): a rule even where a
+    "must" in it reads as a guess."""
+    return any(cue.name == "order" and cue.found(lower, held) for cue in CUES)
 
 
 def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
@@ -329,8 +598,6 @@ def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
     turn is a task brief (a subagent's prompt), whose instructions ("Use TypeScript",
     "Return a summary of 100-150 words") all bind the work."""
     if role not in ("user", "system"):
-        return []
-    if not spec and not _ANY.search(text.lower()):
         return []
     found: list[tuple[str, str]] = []
     for unit, under_heading in units(text, spec):
@@ -407,15 +674,22 @@ def subject(text: str) -> set[str]:
     return set(terms(text))
 
 
-def replaces(later: str, earlier: str) -> bool:
+def changes(text: str) -> bool:
+    """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer")."""
+    lower = text.lower()
+    return bool(CHANGE.search(lower) or REPLACE.search(lower))
+
+
+def replaces(later: str, earlier: str, later_subject: set[str] | None = None) -> bool:
     """True when the rule `later` changes the rule `earlier`: it says it changes one
-    ("now", "forget", "instead", "no longer"...) and is about the same thing (a good
-    share of the shorter one's terms: two rules of one long message share a few words
-    without being about the same thing)."""
-    lower = later.lower()
-    if not (CHANGE.search(lower) or REPLACE.search(lower)):
-        return False
-    a, b = subject(later), subject(earlier)
+    (`changes`) and is about the same thing (a good share of the shorter one's terms:
+    two rules of one long message share a few words without being about the same
+    thing)."""
+    if later_subject is None:
+        if not changes(later):
+            return False
+        later_subject = subject(later)
+    a, b = later_subject, subject(earlier)
     if not a or not b:
         return False
     shared = len(a & b)

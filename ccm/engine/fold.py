@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -221,6 +222,7 @@ def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
 CENTRAL_TURNS = 4
 CONTEXT_TURNS = 6  # turns before a conclusion that its statement may draw on
 ECHO_SEGMENTS = 20  # concluded segments a new conclusion is compared with, to tell an echo
+COMMON_SHARE = 0.1  # a term in more of the turns than this is the conversation's, not a topic's
 RETRACT_SEGMENTS = 3  # closed segments a failure report may take a fix back from
 RETRACT_TURNS = 6  # a failure this soon after a fix takes it back whatever it names
 SHIFT_CHARS = 400  # where an assistant's answer says it moves on
@@ -471,11 +473,19 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
         segment = segments[index]
         if segment["status"] == "concluded":
             earlier = segment["conclusion"]
-            if (found["kind"] in choices and earlier["kind"] in choices) or (
-                conclusions.same_subject(_said(found), _said(earlier))
+            reverses = found["kind"] in choices and earlier["kind"] in choices
+            if (reverses and conclusions.REVERSAL.search(_said(found).lower())) or (
+                conclusions.same_subject(_said(found), _said(earlier), _common(state))
             ):
                 _supersede(state, index, found["turn"])
             return
+
+
+def _common(state: State) -> Callable[[str], bool]:
+    """Whether a term is one the whole conversation uses (in more than a tenth of its
+    turns): the product a PRD is about says nothing about which of its parts."""
+    df, limit = state["df"], COMMON_SHARE * max(1, state["docs"])
+    return lambda term: df.get(term, 0) > limit
 
 
 def _said(found: dict[str, Any]) -> str:
@@ -515,6 +525,9 @@ def _supersede(state: State, index: int, turn: int) -> None:
 def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id: str) -> None:
     if found.kind not in ("decision", "confirmation"):
         return
+    # the earlier decision it reverses: of those it may, the one it shares most with
+    best, best_shared = None, 0
+    mine = conclusions.subject(found.text)
     for earlier in reversed(state["decisions"]):
         if earlier.get("superseded_by"):
             continue
@@ -522,9 +535,12 @@ def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id
             earlier["text"], earlier["turn"], earlier["kind"], earlier["confidence"], ""
         )
         if conclusions.supersedes(found, old):
-            earlier["superseded_by"] = found.turn
-            _mark_superseded(state, earlier, found.turn)
-            break
+            shared = len(mine & conclusions.subject(old.text))
+            if shared > best_shared:
+                best, best_shared = earlier, shared
+    if best is not None:
+        best["superseded_by"] = found.turn
+        _mark_superseded(state, best, found.turn)
     state["decisions"].append(
         {
             "segment": segment_id,
@@ -563,10 +579,11 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     state["critical_keys"][key] = turn
     # a rule the user changes ("P0 now, not P1") replaces the latest live one it
     # restates; the change is kept in the state (working.yaml shows the latest ones)
-    for item in reversed(state["critical"][-CRITICAL_COMPARED:]):
+    said = critical.subject(text) if critical.changes(text) else None
+    for item in reversed(state["critical"][-CRITICAL_COMPARED:] if said else ()):
         if item.get("superseded_by") or item["turn"] == turn:
             continue
-        if critical.replaces(text, item["text"]):
+        if critical.replaces(text, item["text"], said):
             item["superseded_by"] = turn
             state["critical_rev"] += 1
             state["critical_replaced"].append([item["turn"], turn, item["text"]])
@@ -813,11 +830,14 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
 
 
 def _mark_references(state: State, unique: set[str], number: int) -> None:
+    """A user turn refers to the closed segments it shares three of their key terms
+    with; a term of every topic, or of the whole conversation, tells nothing."""
     hits: Counter[int] = Counter()
     index = state["segment_index"]
+    df, common = state["df"], COMMON_SHARE * max(1, state["docs"])
     for term in unique:
         bucket = index.get(term)
-        if bucket and len(bucket) <= COMMON_BUCKET:  # a term of every topic tells nothing
+        if bucket and len(bucket) <= COMMON_BUCKET and df.get(term, 0) <= common:
             hits.update(bucket)
     segments = state["segments"]
     for segment_index, shared in hits.items():
