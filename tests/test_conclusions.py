@@ -166,3 +166,10 @@ def test_a_reversed_decision_is_superseded() -> None:
     assert supersedes(timer, cron)
     assert not supersedes(unrelated, cron)
     assert not supersedes(cron, cron)
+
+
+def test_a_check_mark_decorates_an_answer_but_declares_a_users_task_done() -> None:
+    heading = "### \u2705 **Deployment ready**\nThe image builds and the probes answer."
+    assert detect(3, "assistant", heading, None) is None
+    done = detect(3, "user", "staging deploy \u2705", [("assistant", "Deployed to staging.")])
+    assert done is not None and done.kind == "task"

@@ -282,7 +282,10 @@ _CUES_OF: dict[str, tuple[int, ...]] = {}
 for _index, (_kind, _anchors, _pattern) in enumerate(CUES):
     for _anchor in _anchors:
         _CUES_OF[_anchor] = (*_CUES_OF.get(_anchor, ()), _index)
-# one scan of a turn finds the anchors it holds (an assistant's: of its kinds only)
+# in an assistant's answer a check mark decorates a heading or a list; a user's says done
+_DECORATION = frozenset("\u2705\u2714\u2611")
+# one scan of a turn finds the anchors it holds (an assistant's: of its kinds only, and
+# not its decoration)
 _SCAN = {
     role: re.compile(
         "|".join(
@@ -292,7 +295,7 @@ _SCAN = {
                     a
                     for kind, anchors, _ in CUES
                     for a in anchors
-                    if role == "user" or kind in ASSISTANT_KINDS
+                    if role == "user" or (kind in ASSISTANT_KINDS and a not in _DECORATION)
                 },
                 key=len,
                 reverse=True,
@@ -550,7 +553,8 @@ def detect(
             if kind == "task" and specifics(sentence) < 2 and PAUSE.search(lower):
                 continue  # "that's it for today" with nothing else done
             said = own_words(originals, index)
-            reason = f"{kind} cue '{match.group().strip()}' in a {role} turn"
+            article = "an" if role == "assistant" else "a"
+            reason = f"{kind} cue '{match.group().strip()}' in {article} {role} turn"
             confidence = round(CONFIDENCE[kind] * factor, 3)
             return Conclusion(
                 statement(said, before, kind), turn, kind, confidence, reason, role, said
