@@ -517,7 +517,9 @@ def _context(summary: str, statement: str) -> str:
     ends with (the summary's "→ ..."), which the statement already says."""
     text = summary.split(" \u2192 ", 1)[0] if " \u2192 " in summary else summary
     text = text.removeprefix("\u2192 ").strip()
-    return "" if not text or text in statement else text
+    said = " ".join(statement.split())
+    kept = [s for s in _SENTENCE_END.split(text) if s.strip() and s.strip() not in said]
+    return " ".join(kept).strip()
 
 
 def artifact_key(graph: Graph, node_id: str, segments: dict[str, SegmentRecord]) -> str:
