@@ -223,6 +223,7 @@ CENTRAL_TURNS = 4
 CONTEXT_TURNS = 6  # turns before a conclusion that its statement may draw on
 ECHO_SEGMENTS = 20  # concluded segments a new conclusion is compared with, to tell an echo
 COMMON_SHARE = 0.1  # a term in more of the turns than this is the conversation's, not a topic's
+COMMON_FLOOR = 8  # ...and in more turns than this: in a short talk every word is its topic's
 RETRACT_SEGMENTS = 3  # closed segments a failure report may take a fix back from
 RETRACT_TURNS = 6  # a failure this soon after a fix takes it back whatever it names
 SHIFT_CHARS = 400  # where an assistant's answer says it moves on
@@ -484,8 +485,12 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
 def _common(state: State) -> Callable[[str], bool]:
     """Whether a term is one the whole conversation uses (in more than a tenth of its
     turns): the product a PRD is about says nothing about which of its parts."""
-    df, limit = state["df"], COMMON_SHARE * max(1, state["docs"])
+    df, limit = state["df"], _common_limit(state)
     return lambda term: df.get(term, 0) > limit
+
+
+def _common_limit(state: State) -> float:
+    return max(float(COMMON_FLOOR), COMMON_SHARE * int(state["docs"]))
 
 
 def _said(found: dict[str, Any]) -> str:
@@ -834,7 +839,7 @@ def _mark_references(state: State, unique: set[str], number: int) -> None:
     with; a term of every topic, or of the whole conversation, tells nothing."""
     hits: Counter[int] = Counter()
     index = state["segment_index"]
-    df, common = state["df"], COMMON_SHARE * max(1, state["docs"])
+    df, common = state["df"], _common_limit(state)
     for term in unique:
         bucket = index.get(term)
         if bucket and len(bucket) <= COMMON_BUCKET and df.get(term, 0) <= common:
