@@ -3,22 +3,27 @@
 Blocks, in the order the model reads them:
 
 1. critical items (always, never compressed);
-2. the working state (always: current task, next step, files, decisions, blockers);
+2. the working state (always: current task, next step, blockers; then steps done,
+   decisions and files as its share allows; with no question about the past, the
+   specifics of the work that nothing else shows);
 3. the manifest block (under 500 tokens): what exists, what was compressed or archived
    and how to get it back, the budget left;
 4. the active efforts, expanded (their latest turns) or summarized, by relevance;
 5. recalled units, when the query asks about the past (recall is gated on intent);
-6. the preserved tail: the latest whole user/assistant exchanges, old tool results
-   cleared to one line.
+6. the latest turns, as far back as the budget leaves room for, old tool results
+   cleared to one line; the newest exchange always, cut (never dropped) when it is
+   longer than its room.
 
 The budget is allocated per query type (casual, recall, summary), a block's unused share
 passes to the next, and the total never exceeds the budget. Critical items and the
-working state are always included; a budget too small for them is an error.
+working state's task, next step and blockers are always included; a budget too small for
+them is an error.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -26,19 +31,37 @@ from typing import Any
 
 from ccm import derive, tokens
 from ccm.errors import UsageError
-from ccm.index import Hit, Index, Recalled, as_shown, pairs, render_group, render_turn
+from ccm.index import (
+    TOOL_CHARS,
+    Hit,
+    Index,
+    Recalled,
+    as_shown,
+    clipped,
+    excerpt,
+    pairs,
+    render_turn,
+    tool_name,
+    undated,
+)
 from ccm.store import Store
 
 # shares of the budget per query type; what recall is given is all that the others leave
 # (for a casual message, which recalls nothing, the tail may take all of it)
 SHARES: dict[str, dict[str, float]] = {
-    "casual": {"manifest": 0.10, "efforts": 0.20, "tail": 1.0},
-    "recall": {"manifest": 0.05, "efforts": 0.02, "tail": 0.05},
-    "summary": {"manifest": 0.10, "efforts": 0.50, "tail": 0.25},
+    "casual": {"state": 0.15, "specifics": 0.05, "manifest": 0.10, "efforts": 0.1, "tail": 1.0},
+    "recall": {"state": 0.0, "manifest": 0.05, "efforts": 0.02, "tail": 0.05},
+    "summary": {"state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
+ELLIPSIS = "\u2026"  # between turns of a long exchange that are not next to each other
+ELLIPSIS_TOKENS = 2  # its line, and its line break
+RENDERED = "_rendered"  # a tail turn's line, kept on it while the context is assembled
+CUT_NOTE_TOKENS = 16  # what the note on a shortened turn takes, and then some
+HAND_WEIGHT = 2.0  # a specific term said in the open segment counts this much more
+MIN_TAIL_TOKENS = 60  # the newest exchange gets this much at least, whatever its share
 
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
@@ -137,7 +160,9 @@ class Context:
             elif turn["role"] == "user":
                 add("user", turn["content"])
             elif turn["role"] == "tool":
-                add("user", render_turn(turn))
+                add("user", render_turn(turn, None))
+            elif turn.get("gap"):
+                add(messages[-1]["role"] if messages else "user", turn["content"])
             else:
                 add("user", f"[system note] {turn['content']}")
         if self.query:
@@ -180,25 +205,99 @@ def _fill(block: Block, candidates: list[tuple[str, Any]], allowance: int) -> in
     return used
 
 
-def _state_lines(working: dict[str, Any]) -> list[str]:
+def _lines_tokens(block: Block) -> int:
+    """The tokens of a block, counted a line at a time (with its line break, and the
+    blank line after it): never below the count of the whole (see `_assemble`), and each
+    line is counted once in a process, however long the block (the critical items)."""
+    header = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
+    return header + sum(tokens.count_cached(line) + 1 for line in block.lines)
+
+
+def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The working state as lines: those always shown (the current task, the next step,
+    what blocks it), and the rest, most useful first (the latest steps done and
+    decisions, then the files), shown as the state's share of the budget allows."""
     state = working.get("state") or {}
-    lines = []
-    labels = [
-        ("current_task", "Current task"),
-        ("next_step", "Next step"),
-    ]
-    for key, label in labels:
+    always = []
+    for key, label in [("current_task", "Current task"), ("next_step", "Next step")]:
         if state.get(key):
-            lines.append(f"{label}: {state[key]}")
-    for key, label in [
-        ("completed_steps", "Done"),
-        ("recent_decisions", "Decided"),
-        ("blockers", "Blocked by"),
-    ]:
-        lines.extend(f"{label}: {item}" for item in state.get(key, []))
+            always.append(f"{label}: {state[key]}")
+    always += [f"Blocked by: {item}" for item in state.get("blockers", [])]
+    rest = []
+    done = [f"Done: {item}" for item in reversed(state.get("completed_steps", []))]
+    decided = [f"Decided: {item}" for item in reversed(state.get("recent_decisions", []))]
+    for pair in itertools.zip_longest(done, decided):  # the latest of each first
+        rest += [line for line in pair if line]
     if state.get("open_files"):
-        lines.append(f"Open files: {', '.join(state['open_files'][:8])}")
-    return lines
+        rest.append(f"Open files: {', '.join(state['open_files'][:8])}")
+    return always, rest
+
+
+_SPECIFIC = re.compile(
+    r"(?<![\w/.-])(?:"
+    r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
+    r"November|December)\b|"  # a date
+    r"/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?|"  # an identifier, a path, a figure
+    r"[^\W\d_]*\d[^\W_]*%?|"  # a word with a digit
+    r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
+    r")(?![\w/-])"
+)
+_NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence
+
+
+def _at_hand(state: dict[str, Any]) -> tuple[list[list[Any]], int]:
+    """The latest turns the engine keeps, and the first turn of the open segment (the
+    topic at hand) or 0."""
+    current = state.get("current") or {}
+    first = current["open"][0][0] if current.get("open") else 0
+    return state.get("recent") or [], first
+
+
+def _specifics(at_hand: tuple[list[list[Any]], int], shown: _Shown, room: int) -> str:
+    """The figures, names and identifiers the latest turns keep coming back to that the
+    context does not show yet, as one line within `room` tokens: the specifics of the
+    work at hand, which a summary loses first. A term counts once per turn that says it
+    (a tool's output half), the latest turns most, and those of the open segment (from
+    turn `at_hand[1]`) `HAND_WEIGHT` times as much."""
+    recent, first = at_hand
+    if room <= 0 or not recent:
+        return ""
+    weight: dict[str, float] = {}
+    for position, entry in enumerate(recent):
+        value = (0.5 if entry[1] == "tool" else 1.0) * (1 + position / len(recent))
+        value *= HAND_WEIGHT if entry[0] >= first else 1.0
+        for term in _specific_terms(str(entry[2])):
+            weight[term] = weight.get(term, 0.0) + value
+    line = "Specifics:"
+    for term in sorted(weight, key=lambda t: (-weight[t], t)):
+        if term.lower() in shown:
+            continue
+        longer = f"{line} {term},"
+        if tokens.count_cached(longer) - 1 > room:
+            break
+        line = longer
+    return line.rstrip(",") if line != "Specifics:" else ""
+
+
+class _Shown:
+    """What a context shows, to tell whether a term is in it (lower-cased): anywhere in
+    the text of its blocks, or, for the critical items (the same long text at every
+    turn), among the specific terms they hold."""
+
+    def __init__(self, critical: Block, blocks: list[Block]) -> None:
+        self.text = "\n".join(b.text() for b in blocks).lower()
+        self.terms = {t.lower() for line in critical.lines for t in _specific_terms(line)}
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and (term in self.terms or term in self.text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _specific_terms(text: str) -> frozenset[str]:
+    """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`)."""
+    found = {m.group().strip(".,:") for m in _SPECIFIC.finditer(text)}
+    found |= set(_NAME.findall(text))
+    return frozenset(t for t in found if len(t) > 1 and not (t.isdigit() and len(t) < 3))
 
 
 def _manifest_lines(
@@ -277,11 +376,24 @@ def _assemble(
     critical.lines = [f"- {c['text']}" for c in items]
     critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")
-    state.lines = _state_lines(tiers.working)
+    always, rest = _state_lines(tiers.working)
+    state.lines = always
     for block in (critical, state):
-        if block.lines:
-            block.tokens = tokens.count_cached(block.text()) + JOIN_TOKENS
+        if block.lines:  # counted a line at a time, as the other blocks (each is cached)
+            block.tokens = _lines_tokens(block)
             budget.take(block.tokens)
+    if rest:  # the rest of the state, in order, within its share
+        share = min(int(total * shares["state"]), budget.left)
+        used = state.tokens or tokens.count_cached(f"## {state.title}\n") + JOIN_TOKENS
+        for line in rest:
+            cost = tokens.count_cached(line) + 1
+            if used + cost > share:
+                break
+            state.lines.append(line)
+            used += cost
+        if state.lines:
+            budget.take(used - state.tokens)
+            state.tokens = used
     if budget.left < 0:
         raise UsageError(
             f"a budget of {total} tokens cannot hold the critical items and working state "
@@ -298,22 +410,26 @@ def _assemble(
         manifest.lines.append("")  # the budget line, written last
         budget.take(reserve)
 
+    # room for the specifics of the work (figures, names, identifiers said lately), in
+    # the working state: which to name is known once the rest is chosen (those shown
+    # are not named again)
+    specifics = min(int(total * shares.get("specifics", 0.0)), max(0, budget.left))
+    budget.take(specifics)
+
     # the tail is fitted first, within its share and the efforts' share, so that recall
     # can fill all the rest exactly (its units are small; the tail's whole exchanges
-    # would leave more room unused); what the efforts and recall leave goes back to the
-    # tail, which reaches back no further than the turns they show
-    tail_turns = _tail_turns(store, session, config)
+    # would leave more room unused); the newest exchange is always there, cut to the
+    # share when it is longer. What the efforts and recall leave goes back to the tail,
+    # which reaches back no further than the turns they show
     tail = Block("tail", "Latest turns")
     tail_tokens = int(config.get("context", "tail_tokens"))
-    keep = int(config.get("context", "keep_tool_results"))
     efforts_share = int(total * shares["efforts"])
     allowance = min(budget.left - efforts_share, tail_tokens, int(total * shares["tail"]))
-    chosen = _fit_tail(tail_turns, max(0, allowance), tail, keep)
-    if not chosen:  # the latest exchange, however long, as long as the budget holds it
-        room = min(budget.left - efforts_share, tail_tokens)
-        chosen = _fit_tail(tail_turns, max(0, room), tail, keep, most=1)
+    allowance = max(allowance, min(MIN_TAIL_TOKENS, budget.left))
+    latest = _Latest(store, session)
+    chosen = _tail(latest, config, max(0, allowance), tail)
     budget.take(tail.tokens)
-    tail_first = chosen[0]["turn"] if chosen else None
+    tail_first = _whole_from(chosen)
 
     efforts = Block("efforts", "Active efforts")
     effort_lines = _effort_lines(tiers, index, session, tail_first)
@@ -323,21 +439,34 @@ def _assemble(
     if kind != "casual" and query:
         # as many exchanges as could fit were each as short as a chat turn or two
         limit = max(20, budget.left // MIN_EXCHANGE_TOKENS)
-        hits = index.recalled(query, session, exclude_after=tail_first, limit=limit)
+        whole = frozenset(t["turn"] for t in chosen if not (t.get("cut") or t.get("gap")))
+        hits = index.recalled(query, session, tail_first, limit, whole)
         budget.take(_fill_recall(recall, hits, budget.left))
 
-    if budget.left > 0 and len(chosen) < len(tail_turns):
+    if budget.left > 0 and (not chosen or _more(chosen)):
         after = max(
             [item["last_turn"] for item in efforts.items if isinstance(item, dict)]
             + [item["turns"][1] for item in recall.items if item.get("turns")],
             default=0,
         )
-        groups = [g for g in pairs(tail_turns) if g[0]["turn"] > after]
-        budget.used -= tail.tokens
-        chosen = _fit_tail(
-            [t for g in groups for t in g], min(budget.left, tail_tokens), tail, keep
-        )
-        budget.take(tail.tokens)
+        if not chosen:  # the newest exchange, whatever recall showed
+            after = 0
+        if not chosen or after < _newest_start(chosen):
+            budget.used -= tail.tokens
+            room = min(budget.left, tail_tokens)
+            chosen = _tail(latest, config, room, tail, after or None, partial=True)
+            budget.take(tail.tokens)
+
+    if specifics:
+        shown = _Shown(critical, [state, manifest, efforts, recall, tail])
+        header = 0 if state.lines else tokens.count_cached(f"## {state.title}\n") + JOIN_TOKENS
+        line = _specifics(_at_hand(derived.state), shown, specifics - header - 1)
+        if line:
+            state.lines.append(line)
+            used = tokens.count_cached(line) + 1 + header
+            state.tokens += used
+            specifics -= used
+        budget.used -= specifics
 
     if manifest.lines:
         manifest.lines[-1] = f"Budget: {total} tokens, {max(0, budget.left)} left."
@@ -346,7 +475,8 @@ def _assemble(
     # its line break, and each block with two more for the blank line, and neither
     # tokenizer (cl100k's BPE, or the estimate) joins pieces across a line break, so the
     # sum of the parts is never below the count of the whole
-    return Context(session, total, query, kind, reason, blocks, chosen)
+    latest_turns = [{k: v for k, v in t.items() if k != RENDERED} for t in chosen]
+    return Context(session, total, query, kind, reason, blocks, latest_turns)
 
 
 def _effort_lines(
@@ -394,7 +524,7 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
     for hit, count in hits.shown(text_room):
         day = _day(hit)
         room = allowance - used
-        cost = count + 1
+        cost = count + 1 + (ELLIPSIS_TOKENS if hit.kind == "turn" else 0)
         if cost <= room and day and day not in days:
             cost += tokens.count_cached(_day_heading(day)) + 1
         if cost > room:
@@ -405,11 +535,16 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
     if not chosen:
         return 0
     shown_day = None
+    last = None
     for day, hit in sorted(chosen, key=lambda c: (c[0] or "~", c[1].first_turn or 0)):
         if day and day != shown_day:
             block.lines.append(_day_heading(day))
             block.items.append({"day": day})
             shown_day = day
+        if hit.kind == "turn" and hit.first_turn not in (hit.exchange, (last or -1) + 1):
+            block.lines.append(ELLIPSIS)  # a turn of a longer exchange: not all of it
+            block.items.append({"gap": True})
+        last = hit.last_turn
         block.lines.append(as_shown(hit.kind, hit.ts, hit.text))
         block.items.append({k: v for k, v in hit.as_dict().items() if k != "text"})
     block.tokens = used
@@ -418,7 +553,7 @@ def _fill_recall(block: Block, hits: Recalled, allowance: int) -> int:
 
 def _day(hit: Hit) -> str:
     """The day a dated exchange was said on (it is shown under its heading), or ""."""
-    return hit.ts[:10] if hit.kind == "pair" and hit.ts else ""
+    return hit.ts[:10] if hit.kind in ("pair", "turn") and hit.ts else ""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -431,27 +566,47 @@ def _day_heading(day: str) -> str:
     return f"[{day} {weekday}]"
 
 
-def _tail_turns(store: Store, session: str, config: Any) -> list[dict[str, Any]]:
-    """The latest whole exchanges, up to ``context.tail_messages`` messages; the last
-    exchange is always whole, however many tool turns it holds.
+class _Latest:
+    """The latest turns of a session, read backwards from the end of its log as far as
+    asked, once: a context fits its tail twice (before and after recall)."""
 
-    Reads backwards from the end of the log, a few more turns than wanted, and further
-    back only while the exchange at the start of what was read is needed and cut."""
-    count = int(config.get("context", "tail_messages"))
-    window = 2 * count + 2
+    def __init__(self, store: Store, session: str) -> None:
+        self.store = store
+        self.session = session
+        self.turns: list[dict[str, Any]] = []
+        self.complete = False  # whether `turns` holds the whole log
+
+    def last(self, count: int) -> tuple[list[dict[str, Any]], bool]:
+        """The last `count` turns (fewer when the log holds fewer), and whether they
+        are all of it."""
+        if len(self.turns) < count and not self.complete:
+            self.turns = self.store.tail_turns(self.session, count)
+            self.complete = len(self.turns) < count
+        return self.turns[-count:], self.complete and count >= len(self.turns)
+
+
+def _tail(
+    latest: _Latest,
+    config: Any,
+    allowance: int,
+    block: Block,
+    limit: int | None = None,
+    partial: bool = False,
+) -> list[dict[str, Any]]:
+    """The latest turns that fit in `allowance` (see `_fit_tail`), read backwards from
+    the end of the log: a few more turns than the preserved tail at first, and four
+    times as many again while the fit reaches the oldest exchange read and the log holds
+    more (each read once: see `_Latest`). With `limit`, only turns after it; with `partial`, the oldest exchange shown
+    may be cut to the room left."""
+    preserved = int(config.get("context", "tail_messages"))
+    keep = int(config.get("context", "keep_tool_results"))
+    window = 2 * preserved + 2
     while True:
-        turns = store.tail_turns(session, window)
-        groups = pairs(turns)
-        chosen: list[list[dict[str, Any]]] = []
-        size = 0
-        for group in reversed(groups):
-            if chosen and size + len(group) > count:
-                break
-            chosen.insert(0, group)
-            size += len(group)
-        cut = chosen and chosen[0] is groups[0] and chosen[0][0]["role"] != "user"
-        if not cut or len(turns) < window:  # whole, or the log holds no more
-            return [turn for group in chosen for turn in group]
+        turns, complete = latest.last(window)
+        shown = turns if limit is None else [t for t in turns if t["turn"] > limit]
+        chosen, reached = _fit_tail(shown, allowance, block, keep, preserved, partial)
+        if complete or not reached or len(shown) < len(turns):
+            return chosen
         window *= 4
 
 
@@ -460,33 +615,183 @@ def _fit_tail(
     allowance: int,
     block: Block,
     keep_results: int,
-    most: int | None = None,
-) -> list[dict[str, Any]]:
-    """The latest whole exchanges that fit (`most` of them at most); tool results older
-    than the last `keep_results` are cleared to one line that keeps the call
-    (tool-result clearing)."""
+    preserved: int,
+    partial: bool = False,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The latest exchanges that fit in `allowance`, newest first, and whether the fit
+    reached the oldest exchange of `turns`.
+
+    The newest exchange is always there: when it does not fit, it is cut (`_cut`) rather
+    than dropped. Older exchanges follow while they fit (with `partial`, the oldest of
+    them cut to the room left). In the last `preserved` messages, the last
+    `keep_results` tool results are shown whole; older ones, and every one before those
+    messages, are cleared to one line that keeps the call (tool-result clearing)."""
     groups = pairs(turns)
+    header = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
+    used = header
     tool_seen = 0
+    messages = 0
     chosen: list[list[dict[str, Any]]] = []
-    used = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
-    for group in reversed(groups):
+    reached = False
+    for position, group in enumerate(reversed(groups)):
+        reached = position == len(groups) - 1
         shown = []
         for turn in reversed(group):
             if turn["role"] == "tool":
                 tool_seen += 1
-                if tool_seen > keep_results:
-                    name = (turn.get("tool") or {}).get("name", "tool")
-                    note = f"[{name} result cleared; @expand(turn {turn['turn']}) restores it]"
-                    turn = dict(turn, content=note)
+                if tool_seen > keep_results or messages >= preserved:
+                    turn = _cleared(turn)
             shown.append(turn)
         shown.reverse()
-        cost = sum(tokens.count_cached(line) + 1 for line in render_group(shown))
-        if used + cost > allowance or (most is not None and len(chosen) >= most):
+        messages += len(group)
+        cost = _cost(shown)
+        if used + cost <= allowance:
+            chosen.insert(0, shown)
+            used += cost
+            continue
+        older = bool(chosen)
+        if older and not partial:
             break
-        used += cost
-        chosen.insert(0, shown)
-    block.lines = [line for group in chosen for line in render_group(group)]
+        cut = _cut(shown, allowance - used)
+        if cut and (not older or _cost(cut) >= MIN_EXCHANGE_TOKENS):
+            chosen.insert(0, cut)
+            used += _cost(cut)
+        if older or not cut:  # the newest exchange cut: older ones may still fit
+            break
+    block.lines = [line for group in chosen for line in _lines(group)]
     flat = [turn for group in chosen for turn in group]
-    block.items = [turn["turn"] for turn in flat]
+    block.items = [turn["turn"] for turn in flat if not turn.get("gap")]
     block.tokens = used if flat else 0
-    return flat
+    return flat, reached
+
+
+def _more(tail: list[dict[str, Any]]) -> bool:
+    """Whether the session holds turns the tail does not show whole."""
+    return bool(tail[0]["turn"] > 1 or any(t.get("gap") or t.get("cut") for t in tail))
+
+
+def _newest_start(tail: list[dict[str, Any]]) -> int:
+    """The first turn of the tail's newest exchange."""
+    return int(next((t["turn"] for t in reversed(tail) if t["role"] == "user"), tail[0]["turn"]))
+
+
+def _whole_from(tail: list[dict[str, Any]]) -> int | None:
+    """The first turn from which the tail shows every turn whole (none cleared, cut or
+    left out): recall may show any turn before it."""
+    first = None
+    for turn in reversed(tail):
+        if turn.get("gap") or turn.get("cut"):
+            break
+        first = turn["turn"]
+    return first
+
+
+def _cleared(turn: dict[str, Any]) -> dict[str, Any]:
+    """A tool result cleared to one line that keeps the call and says how to get it back
+    (one shorter than that line stays as it is)."""
+    note = f"[{tool_name(turn)} result cleared; @expand(turn {turn['turn']}) restores it]"
+    if len(str(turn["content"])) <= len(note):
+        return dict(turn, cleared=True)
+    return _changed(turn, content=note, cut=True, cleared=True)
+
+
+def _lines(group: list[dict[str, Any]]) -> list[str]:
+    """An exchange of the tail as lines (`render_group`, tool results as they are given,
+    a gap as a note)."""
+    lines = []
+    for position, turn in enumerate(group):
+        if turn.get("gap"):
+            lines.append(str(turn["content"]))
+            continue
+        line = turn.get(RENDERED)
+        if line is None:  # rendered once, however many fits try the turn
+            line = turn[RENDERED] = render_turn(turn, None)
+        lines.append(undated(line) if position else line)
+    return lines
+
+
+def _changed(turn: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of a tail turn with `changes` (its rendering made again)."""
+    copy = dict(turn, **changes)
+    copy.pop(RENDERED, None)
+    return copy
+
+
+def _cost(group: list[dict[str, Any]]) -> int:
+    return sum(tokens.count_cached(line) + 1 for line in _lines(group))
+
+
+def _gap(dropped: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(dropped) == 1 and dropped[0].get("cleared"):
+        return dropped[0]  # its line says as much, and which tool it was
+    first, last = dropped[0]["turn"], dropped[-1]["turn"]
+    span = f"turn {first}" if first == last else f"turns {first}-{last}"
+    return {
+        "turn": first,
+        "role": "gap",
+        "ts": dropped[0]["ts"],
+        "gap": True,
+        "content": f"[\u2026 {span} not shown; @expand(turn {first})]",
+    }
+
+
+def _cut(group: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
+    """`group` cut to fit in `room` tokens, or [] when not even its latest turn can be
+    shown: its tool results first, the oldest first (cut to their first and last lines,
+    then cleared to one line), then the turns between its first (the request) and the
+    latest ones left out, then the longest of what is left shortened (its head kept,
+    saying how long it was); when even that cannot fit, its latest turn alone."""
+    shown = list(group)
+    if _cost(shown) <= room:
+        return shown
+    for at, turn in enumerate(shown):  # tool results cut to their first and last lines
+        if turn["role"] == "tool" and not turn.get("cut") and len(turn["content"]) > TOOL_CHARS:
+            content = excerpt(str(turn["content"]), TOOL_CHARS, turn["turn"])
+            shown[at] = _changed(turn, content=content, cut=True)
+            if _cost(shown) <= room:
+                return shown
+    for at, turn in enumerate(shown):  # then cleared
+        if turn["role"] == "tool" and not turn.get("cleared"):
+            shown[at] = _cleared(turn)
+            if _cost(shown) <= room:
+                return shown
+    head, rest = shown[:1], shown[1:]
+    dropped: list[dict[str, Any]] = []
+    while len(rest) > 1:
+        dropped.append(rest.pop(0))
+        candidate = [*head, _gap(dropped), *rest]
+        if _cost(candidate) <= room:
+            # the turn left out last, shortened into the room it leaves, if that says much
+            last = dropped[-1]
+            if last["role"] != "tool" and len(dropped) > 1:
+                kept = _shorten([*head, _gap(dropped[:-1]), last, *rest], room)
+                if kept and _cost(kept) - _cost(candidate) >= MIN_EXCHANGE_TOKENS:
+                    return kept
+            return candidate
+    if len(rest) == 1 and rest[0]["role"] == "tool" and head:
+        # a cleared result after its request says little: the request alone
+        dropped.append(rest.pop(0))
+    gap = [_gap(dropped)] if dropped else []
+    return _shorten([*head, *gap, *rest], room) or _shorten(shown[-1:], room)
+
+
+def _shorten(candidate: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
+    """`candidate` with its longest turns shortened (their heads kept, saying how long
+    they were) until it fits in `room` tokens, or [] when it cannot."""
+    for _ in range(8):
+        excess = _cost(candidate) - room
+        if excess <= 0:
+            return candidate
+        longest = max(
+            (t for t in candidate if not t.get("gap")),
+            key=lambda t: tokens.count_cached(str(t["content"])),
+        )
+        content = str(longest["content"])
+        size = tokens.count_cached(content)
+        keep = size - excess - CUT_NOTE_TOKENS
+        if keep < CUT_NOTE_TOKENS // 2:
+            return []
+        chars = max(1, len(content) * keep // max(size, 1))
+        short = _changed(longest, content=clipped(content, chars, longest["turn"]), cut=True)
+        candidate = [short if t is longest else t for t in candidate]
+    return []

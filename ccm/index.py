@@ -1,7 +1,9 @@
 """The recall index, under ``.ccm/index.sqlite``.
 
 A unit reads well on its own: a user turn with its answer (``pair``), a segment's
-summary and conclusion (``segment``), a note (``note``). Exchanges are ranked by their
+summary and conclusion (``segment``), a note (``note``); an exchange in which tools ran (an
+agent's, dozens of turns at times) is shown turn by turn (``turn``, a tool's output whole,
+indexed by its first and last `TOOL_INDEXED` characters). Exchanges are ranked by their
 best turn, with BM25 over ccm's own per-session turn postings (`ccm.lexical`: a query
 costs the postings of its words in its session, not the root); segment summaries and
 notes, one per segment, by FTS5's ``bm25()``. Both are porter-stemmed and filtered by
@@ -47,6 +49,7 @@ CREATE TABLE IF NOT EXISTS units(
     tag TEXT NOT NULL,
     speaker TEXT,
     pair INTEGER,
+    role TEXT,
     UNIQUE(session, kind, key)
 );
 CREATE TABLE IF NOT EXISTS meta(
@@ -84,8 +87,11 @@ END;
 -- a query; from the index alone, that is a sixth of the time of a row read for each (and
 -- a context reads only the exchanges that are short enough to fit)
 CREATE INDEX IF NOT EXISTS units_by_turn ON units(
-    session, kind, first_turn, pair, speaker, ts, shown
+    session, kind, first_turn, pair, speaker, ts, shown, role
 );
+-- a tool's outputs, by session: which turns and exchanges are an agent's (`_tool_turns`)
+CREATE INDEX IF NOT EXISTS units_tools ON units(session, first_turn, pair)
+WHERE kind = 'turn' AND role = 'tool';
 -- the smallest unit of a kind a context could show: recall stops reading what cannot fit
 CREATE INDEX IF NOT EXISTS units_by_shown ON units(session, kind, shown) WHERE shown IS NOT NULL;
 CREATE TABLE IF NOT EXISTS vectors(
@@ -99,10 +105,11 @@ CREATE TABLE IF NOT EXISTS progress(
     session TEXT PRIMARY KEY,
     inode INTEGER,
     offset INTEGER NOT NULL,
-    line INTEGER NOT NULL
+    line INTEGER NOT NULL,
+    tools INTEGER NOT NULL DEFAULT 0
 );
 """
-VERSION = 12
+VERSION = 14
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -112,6 +119,13 @@ TOPIC_HITS = 20
 SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
 DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
 NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, its square two away
+# a recalled turn longer than this shows what of it answers (`focused`); on the development
+# scenarios, shorter excerpts lost more answers than the room they made found
+TURN_TOKENS = 400
+AROUND = 2  # ...and so many lines either side of each line that holds a query's word
+TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
+LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
+EXCHANGE_WEIGHT = 0.2  # in an agent's exchange: share of a turn's score from its exchange's
 NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
 SEMANTIC_HITS = 200
@@ -134,11 +148,22 @@ class Hit:
     first_turn: int | None
     last_turn: int | None
     ts: str | None
-    tokens: int
+    count: int  # the tokens of `text`; -1 until asked for (see `tokens`)
     text: str
     score: float
     matched: tuple[str, ...]
     why: str = ""
+    exchange: int | None = None  # a turn's: the first turn of its exchange
+
+    @property
+    def tokens(self) -> int:
+        """The tokens of the text as a context shows it (counted when first asked for: a
+        listing of every hit need not count the tool outputs it never shows)."""
+        if self.count < 0:
+            object.__setattr__(
+                self, "count", tokens.count_cached(as_shown(self.kind, self.ts, self.text))
+            )
+        return self.count
 
     def said_within(self, since: str | None, until: str | None) -> bool:
         """Whether the unit was said from `since` up to `until` (ISO prefixes, either may
@@ -161,25 +186,137 @@ class Hit:
             "matched": list(self.matched),
             "why": self.why,
             "text": self.text,
-        }
+        } | ({"exchange": self.exchange} if self.exchange is not None else {})
 
 
 def speaker(turn: dict[str, Any]) -> str:
     return named_speaker(turn) or str(turn["role"])
 
 
-def render_turn(turn: dict[str, Any]) -> str:
-    """One turn as it is shown to the model: date, speaker, text (tool output clipped)."""
+def render_turn(turn: dict[str, Any], clip: int | None = TOOL_CHARS) -> str:
+    """One turn as it is shown to the model: date, speaker, text (tool output clipped
+    to `clip` characters; None: whole)."""
     content = printable(str(turn["content"]))
     if turn["role"] == "tool":
-        name = (turn.get("tool") or {}).get("name", "tool")
-        if len(content) > TOOL_CHARS:
-            content = (
-                content[:TOOL_CHARS].rstrip()
-                + f" \u2026 [{len(content)} chars; @expand(turn {turn['turn']})]"
-            )
+        name = tool_name(turn)
+        if clip is not None and len(content) > clip:
+            content = clipped(content, clip, turn["turn"])
         return f"[{turn['ts'][:16].replace('T', ' ')}] {name} result: {content}"
     return f"[{turn['ts'][:16].replace('T', ' ')}] {speaker(turn)}: {content}"
+
+
+def tool_name(turn: dict[str, Any]) -> str:
+    return str((turn.get("tool") or {}).get("name") or "tool")
+
+
+def clipped(content: str, chars: int, turn: int) -> str:
+    """The first `chars` characters of a turn's `content`, saying how long it was and
+    how to get it whole."""
+    return content[:chars].rstrip() + f" \u2026 [{len(content)} chars; @expand(turn {turn})]"
+
+
+def excerpt(content: str, chars: int, turn: int) -> str:
+    """About `chars` characters of a tool's output: its first lines and its last ones
+    (where a command's error or summary is), saying what was left out between them and
+    how to get it whole."""
+    if len(content) <= chars:
+        return content
+    half = chars // 2
+    head = content[:half]
+    if "\n" in head:
+        head = head[: head.rindex("\n")] or head
+    tail = content[-half:]
+    if "\n" in tail:
+        tail = tail[tail.index("\n") + 1 :] or tail
+    left = len(content) - len(head) - len(tail)
+    return f"{head.rstrip()}\n\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]\n{tail.lstrip()}"
+
+
+_PIECE = re.compile(r"(?<=[.!?])\s+(?=\S)")  # where a long line is cut into sentences
+LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
+
+
+def focused(text: str, terms: Iterable[str], most: int, turn: int) -> str | None:
+    """About `most` tokens of a long turn's `text`: its first line (who said it; a
+    command), the lines (of a long line, the sentences) that hold most of the query's
+    stemmed `terms` and the `AROUND` lines either side of them (a table's rows under its
+    matched header), and, of a tool's output, its last line (where a command's error or
+    summary is), in their order, with a note saying where to get it whole; None when no
+    line holds a term (its first and last lines alone would say nothing asked)."""
+    wanted = set(terms)
+    pieces: list[str] = []
+    for line in text.split("\n"):
+        pieces += _PIECE.split(line) if len(line) > LONG_LINE else [line]
+    note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
+    used = tokens.count_cached(note) + 1
+    keep: set[int] = set()
+
+    def take(at: int) -> bool:
+        nonlocal used
+        cost = tokens.count_cached(pieces[at]) + 3  # its line, and a gap's line before it
+        if at in keep or used + cost > most:
+            return False
+        keep.add(at)
+        used += cost
+        return True
+
+    take(0)
+    last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
+    if " result: " in pieces[0]:  # a tool's output: how it ended
+        take(last)
+    held = [len(wanted & lexical.term_counts(piece).keys()) for piece in pieces]
+    if not any(held):
+        return None
+    best = sorted(range(len(pieces)), key=lambda a: (-held[a], a))
+    for at in best:
+        if not held[at]:
+            break
+        take(at)
+    for reach in range(1, AROUND + 1):  # then the lines around those (a table's rows)
+        for at in best:
+            if not held[at]:
+                break
+            for near in (at + reach, at - reach):
+                if 0 <= near < len(pieces):
+                    take(near)
+    lines: list[str] = []
+    for at, piece in enumerate(pieces):
+        if at in keep:
+            lines.append(piece)
+        elif not lines or lines[-1] != "\u2026":
+            lines.append("\u2026")
+    if lines[-1] == "\u2026":
+        lines.pop()
+    return "\n".join(lines) + "\n" + note
+
+
+def _indexed(turn: dict[str, Any], text: str) -> str:
+    """What of a turn's text is indexed: all of it; of a tool's output, its first and
+    last `TOOL_INDEXED` characters (what a command ran and what came of it: its error,
+    its summary), which keeps the index of a session of long logs small."""
+    if turn["role"] != "tool" or len(text) <= 2 * TOOL_INDEXED:
+        return text
+    return f"{text[:TOOL_INDEXED]}\n{text[-TOOL_INDEXED:]}"
+
+
+_FIRST_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _stamp_tokens(text: str, shown: str) -> int:
+    """How many more tokens `text` takes than `shown`, the same without the time stamp
+    on its first line, counted from the stamp alone: the BPE splits a text into pieces
+    before it merges them (the stamp's pieces end at its "]", the next is the speaker
+    with the space before it), and the estimate counts pieces, so the two counts differ
+    by exactly the stamp's pieces and the speaker's leading space. A text whose shown
+    part does not start with a letter is counted whole."""
+    stamp = text[: len(text) - len(shown)].rstrip()
+    word = _FIRST_WORD.match(shown)
+    if word is None or not stamp.endswith("]"):
+        return tokens.count_tokens(text) - tokens.count_tokens(shown)
+    first = word.group()
+    return (
+        tokens.count_cached(stamp) + tokens.count_cached(" " + first) - tokens.count_cached(first)
+    )
 
 
 def undated(text: str) -> str:
@@ -188,12 +325,12 @@ def undated(text: str) -> str:
 
 
 def as_shown(kind: str, ts: str | None, text: str) -> str:
-    """A unit's text as a context shows it: an exchange said at a known time loses the
-    time stamp on its first line (it is shown under a heading of its day)."""
-    return undated(text) if kind == "pair" and ts else text
+    """A unit's text as a context shows it: an exchange (or a turn) said at a known time
+    loses the time stamp on its first line (it is shown under a heading of its day)."""
+    return undated(text) if kind in ("pair", "turn") and ts else text
 
 
-def render_group(group: list[dict[str, Any]]) -> list[str]:
+def render_group(group: list[dict[str, Any]], clip: int | None = TOOL_CHARS) -> list[str]:
     """An exchange as lines: its time once, on the first line, then speaker: text.
 
     The time once per exchange rather than per turn saves about a tenth of the tokens
@@ -201,7 +338,7 @@ def render_group(group: list[dict[str, Any]]) -> list[str]:
     """
     lines = []
     for position, turn in enumerate(group):
-        line = render_turn(turn)
+        line = render_turn(turn, clip)
         if position:
             line = line.split("] ", 1)[1] if line.startswith("[") else line
         lines.append(line)
@@ -236,6 +373,8 @@ class Index:
         # indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {}
         self._counting: str | None = None  # the token method noted in `meta` (see `_count`)
+        # per session: its tool turns and their exchanges (see `_tool_turns`)
+        self._tools: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -324,6 +463,7 @@ class Index:
 
     def drop(self, session: str) -> None:
         self._seen.pop(session, None)
+        self._tools.pop(session, None)
         with self._writing():
             self.db.execute("DELETE FROM units WHERE session=?", (session,))
             self.db.execute("DELETE FROM progress WHERE session=?", (session,))
@@ -357,7 +497,8 @@ class Index:
             raise CCMError(str(exc), "or set recall.semantic: false in config.yaml") from exc
         missing = self.db.execute(
             "SELECT u.id, u.first_turn, u.text FROM units u LEFT JOIN vectors v ON v.unit = u.id "
-            "WHERE u.session=? AND u.kind='turn' AND v.unit IS NULL ORDER BY u.id",
+            "WHERE u.session=? AND u.kind='turn' AND u.role != 'tool' AND v.unit IS NULL "
+            "ORDER BY u.id",
             (session,),
         ).fetchall()
         for start in range(0, len(missing), EMBED_BATCH):
@@ -418,21 +559,29 @@ class Index:
         lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
         written = 0
         if lines:
+            self._tools.pop(session, None)
             groups = pairs([line.record for line in lines if line.record is not None])
             said: list[tuple[int, int, str]] = []
             names: set[str] = set()
+            tools = False
             for group in groups:
-                written += self._put(session, "pair", str(group[0]["turn"]), group)
-                for turn in group:  # single turns rank better; pairs are what is shown
-                    if turn["role"] != "tool":
-                        text = render_turn(turn)
-                        name = named_speaker(turn)
-                        written += self._put(
-                            session, "turn", str(turn["turn"]), [turn], text, name, group
-                        )
-                        said.append((turn["turn"], group[0]["turn"], text))
-                        if name:
-                            names.add(name)
+                # an exchange in which tools ran is recalled turn by turn (role 'tools')
+                worked = any(t["role"] == "tool" for t in group)
+                written += self._put(
+                    session, "pair", str(group[0]["turn"]), group, role="tools" if worked else ""
+                )
+                tools = tools or worked
+                # single turns rank better (and are what an agent's exchange shows); a
+                # tool's output is a turn too, whole (recalled, it is shown whole)
+                for turn in group:
+                    text = render_turn(turn, None)
+                    name = named_speaker(turn)
+                    written += self._put(
+                        session, "turn", str(turn["turn"]), [turn], text, name, group
+                    )
+                    said.append((turn["turn"], group[0]["turn"], _indexed(turn, text)))
+                    if name:
+                        names.add(name)
             self.postings.add(session, said)
             self.db.executemany(
                 "INSERT OR IGNORE INTO speakers(session, name) VALUES (?, ?)",
@@ -445,8 +594,10 @@ class Index:
                     cursor = lines[position - 1].cursor if position else cursor
                     break
             self.db.execute(
-                "INSERT OR REPLACE INTO progress(session, inode, offset, line) VALUES (?,?,?,?)",
-                (session, st.st_ino, cursor.offset, cursor.line),
+                "INSERT INTO progress(session, inode, offset, line, tools) VALUES (?,?,?,?,?) "
+                "ON CONFLICT(session) DO UPDATE SET inode=excluded.inode, "
+                "offset=excluded.offset, line=excluded.line, tools=max(tools, excluded.tools)",
+                (session, st.st_ino, cursor.offset, cursor.line, int(tools)),
             )
         if manifest is not None:
             written += self._segments(session, manifest)
@@ -461,6 +612,7 @@ class Index:
         text: str | None = None,
         speaker: str | None = None,
         exchange: list[dict[str, Any]] | None = None,
+        role: str | None = None,
     ) -> int:
         """Insert or refresh one unit; an unchanged one is left alone (no churn). A single
         turn records who said it and the first turn of its `exchange`."""
@@ -468,15 +620,16 @@ class Index:
         # only exchanges are shown; single turns serve ranking and need no token count
         count, shown = 0, None
         if kind == "pair":
-            count = self._count(text)
-            shown = self._count(as_shown(kind, group[0]["ts"], text))
+            seen = as_shown(kind, group[0]["ts"], text)
+            shown = self._count(seen)
+            count = shown + _stamp_tokens(text, seen) if seen != text else shown
         cursor = self.db.execute(
             "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
-            "text, tag, speaker, pair) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "text, tag, speaker, pair, role) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(session, kind, key) DO UPDATE SET "
             "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
-            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text "
-            "WHERE units.text != excluded.text",
+            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
+            "role=excluded.role WHERE units.text != excluded.text",
             (
                 session,
                 kind,
@@ -490,6 +643,7 @@ class Index:
                 _tag_column(kind, session),
                 speaker,
                 (exchange or group)[0]["turn"],
+                group[0]["role"] if kind == "turn" else role,
             ),
         )
         return max(cursor.rowcount, 0)
@@ -631,6 +785,7 @@ class Index:
         filtered inside the match (through the ``tag`` column).
         """
         words = query_words(query)
+        words += [c for c in lexical.compounds(query) if c not in words]
         if not words:
             return []
         wanted = limit * 4 if since or until else limit
@@ -681,19 +836,26 @@ class Index:
         return list(best.values())
 
     def _exchanges(
-        self, session: str, firsts: list[int], most: int | None = None
+        self, session: str, firsts: list[int], most: int | None = None, tools: bool = False
     ) -> dict[int, tuple[Any, ...]]:
         """The exchanges starting at `firsts`, by first turn (one query per 500); with
         `most`, only those shown in that many tokens at most (the text of the others,
-        filtered out in SQLite, is not read)."""
+        filtered out in SQLite, is not read). With `tools`, the exchanges in which a
+        tool ran are given too, whatever their size, without their text (they are shown
+        turn by turn)."""
         keys = sorted(set(firsts))
         found: dict[int, tuple[Any, ...]] = {}
         # by first turn, not by size; the size is in the index: a row too long is not read
+        span = "role = 'tools'"
         shorter = "" if most is None else " AND +shown <= ?"
+        text = "text"
+        if tools:
+            shorter = "" if most is None else f" AND (+shown <= ? OR {span})"
+            text = f"CASE WHEN {span} THEN NULL ELSE text END"
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             for row in self.db.execute(
-                "SELECT key, first_turn, last_turn, ts, tokens, text, shown FROM units "
+                f"SELECT key, first_turn, last_turn, ts, tokens, {text}, shown FROM units "
                 f"WHERE session=? AND kind='pair' AND first_turn IN ({','.join('?' * len(chunk))})"
                 + shorter,
                 (session, *chunk) if most is None else (session, *chunk, most),
@@ -748,9 +910,16 @@ class Index:
         return list(self.recalled(query, session, exclude_after, limit))
 
     def recalled(
-        self, query: str, session: str, exclude_after: int | None = None, limit: int = 200
+        self,
+        query: str,
+        session: str,
+        exclude_after: int | None = None,
+        limit: int = 200,
+        shown: frozenset[int] = frozenset(),
     ) -> Recalled:
-        """Whole exchanges for `query`, best first, then segment summaries and notes.
+        """Whole exchanges for `query`, best first, then segment summaries and notes;
+        none that holds a turn of `shown` (the context shows it already). An exchange in
+        which tools ran gives its turns instead, each on its own score.
 
         Turns are scored, and an exchange takes the score of its best turn:
 
@@ -770,7 +939,9 @@ class Index:
         words = query_words(query)
         names = self.speakers_named(session, query)
         asked = _without_names(query, names)  # what is asked about, for words and meaning
-        terms = lexical.stems(query_words(asked))
+        # an identifier is matched whole as well as by its words
+        terms = lexical.stems(query_words(asked) + lexical.compounds(asked))
+        words += [c for c in lexical.compounds(query) if c not in words]
         read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
         found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
         top = max((hit.score for hit in found), default=0.0) or 1.0
@@ -815,7 +986,16 @@ class Index:
                     values[place[turn]] *= 1 + DATE_BOOST
                     why[turn].append(f"said on {ts[:10]}")
         starts.update((turn, fact[0]) for turn, fact in facts.items())
-        exchange = _best_of_exchanges(turns, values, starts)
+        # the exchanges in which tools ran (an agent's) are ranked and shown turn by turn
+        members: list[np.ndarray] | None = None
+        tools = first = None
+        found_tools = self._tool_turns(session)
+        if found_tools is not None:
+            first = _exchanges_of(turns, starts)
+            tools = _among(turns, found_tools[0])
+            values = values + _exchange_share(values, first, _among(first, found_tools[1]))
+            members = []
+        exchange = _best_of_exchanges(turns, values, starts, tools, members, first)
         if spans:  # the rest of the best topics' exchanges, on their topic's score
             end = exclude_after - 1 if exclude_after is not None else None
             bounds = [(first, last if end is None else min(last, end)) for first, last, _ in spans]
@@ -831,7 +1011,43 @@ class Index:
             _, share = topics.of(firsts)
             for start, value in zip(firsts.tolist(), share.tolist(), strict=True):
                 exchange.setdefault(start, (value, start))
-        return Recalled(self, session, words, exclude_after, exchange, limit, held, why, near)
+        return Recalled(
+            self, session, words, exclude_after, exchange, limit, held, why, near, members, shown
+        )
+
+    def _tool_turns(self, session: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The turns of `session` that are a tool's output and their exchanges (both
+        sorted, read once per update of the session), or None when no tool ran."""
+        if session not in self._tools:
+            found: tuple[np.ndarray, np.ndarray] | None = None
+            if self.has_tool_exchanges(session):
+                rows = self.db.execute(
+                    "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
+                    "AND role='tool' ORDER BY first_turn",
+                    (session,),
+                ).fetchall()
+                array = np.array(rows, dtype=np.int64).reshape(-1, 2)
+                found = (array[:, 0].copy(), np.unique(array[:, 1]))
+            self._tools[session] = found
+        return self._tools[session]
+
+    def has_tool_exchanges(self, session: str) -> bool:
+        """Whether a tool ran in an exchange of `session`."""
+        row = self.db.execute("SELECT tools FROM progress WHERE session=?", (session,)).fetchone()
+        return bool(row and row[0])
+
+    def _turns(self, session: str, turns: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The units of `turns`: turn -> (turn, ts, text, first turn of its exchange)."""
+        found: dict[int, tuple[Any, ...]] = {}
+        for start in range(0, len(turns), 500):
+            chunk = turns[start : start + 500]
+            for row in self.db.execute(
+                "SELECT first_turn, ts, text, pair FROM units WHERE session=? AND kind='turn' "
+                f"AND first_turn IN ({','.join('?' * len(chunk))})",
+                (session, *chunk),
+            ):
+                found[row[0]] = tuple(row)
+        return found
 
     def speakers_named(self, session: str, query: str) -> list[str]:
         """The people of `session` (by the names its turns give) that `query` mentions."""
@@ -870,6 +1086,9 @@ class Index:
 class Recalled:
     """The hits of one recall, best first, each read from the index when it is reached.
 
+    Iterating lists whole exchanges (as ``ccm recall`` shows them); `shown`, what a
+    context shows, takes an exchange in which tools ran apart into its turns (`_units`).
+
     Recall ranks every exchange that could answer, hundreds, and a context shows about
     a dozen: reading the text of all of them, explaining and counting them, would cost
     as much as ranking them. Iterating gives every hit (what `Index.recall` returns);
@@ -888,8 +1107,12 @@ class Recalled:
         held: dict[int, tuple[str, ...]],
         why: dict[int, list[str]],
         near: set[int],
+        members: list[np.ndarray] | None = None,
+        shown: frozenset[int] = frozenset(),
     ) -> None:
         self._index = index
+        self._members = members
+        self._shown = shown
         self._session = session
         self._words = words
         self._exclude_after = exclude_after
@@ -897,7 +1120,8 @@ class Recalled:
         self._held = held
         self._why = why
         self._near = near
-        self._stemmed = [(word, lexical.stem(word)) for word in words]
+        self._stemmed = [(word, lexical.stems([word])[0]) for word in words]
+        self._terms = {term for _, term in self._stemmed}
         # best first: by score, then the earliest exchange (a heap: most are never read)
         self._order = [(-value, first, turn) for first, (value, turn) in exchange.items()]
         heapq.heapify(self._order)
@@ -923,8 +1147,11 @@ class Recalled:
         exchange first); with `room` and `counted`, a unit that cannot fit is not read."""
         fit = room if counted else None
         pair_least, summary_least = self._least() if fit is not None else (0, 0)
-        pairs: Iterator[tuple[Hit, int]] | None = self._pairs(
-            self._limit if room is None else FIRST_READ, fit, pair_least
+        first_read = self._limit if room is None else FIRST_READ
+        pairs: Iterator[tuple[Hit, int]] | None = (
+            self._pairs(first_read, fit, pair_least)
+            if self._members is None or room is None  # a listing gives whole exchanges
+            else self._units(first_read, fit)
         )
         summaries: list[tuple[Hit, int]] | None = None if self._words else []
         pair: tuple[Hit, int] | None = None
@@ -966,12 +1193,99 @@ class Recalled:
                     continue
                 if self._exclude_after is not None and row[1] >= self._exclude_after:
                     continue
+                if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
+                    continue
                 yield self._pair(-negative, turn, row), row[6]
             size *= 2
 
-    def _pair(self, value: float, turn: int, row: tuple[Any, ...]) -> Hit:
-        """An exchange as a hit, with the query words it holds and why it was found."""
-        key, first_turn, last_turn, ts, count, text, _ = row
+    def _units(self, first_read: int, fit: Callable[[], int] | None) -> Iterator[tuple[Hit, int]]:
+        """`_pairs` for a session in which tools ran: an exchange with a tool's output
+        (an agent's: a request, then tool calls, their results and readings, dozens of
+        them at times) gives its scored turns instead, each a hit of its own, on its own
+        score, shown whole (and counted as a hit towards the limit). The exchange rows are
+        read `first_read` at first and then twice as many each time, as needed."""
+        # exchanges as (-score, first, best turn); a turn of one taken apart as
+        # (-score, first, turn, 1): the two order together
+        order: list[tuple[Any, ...]] = list(self._order)
+        firsts, values, turns = self._members or [np.zeros(0, dtype=np.int64)] * 3
+        # where each exchange's scored turns are in those arrays (they are by exchange)
+        keys, starts_at, sizes = np.unique(firsts, return_index=True, return_counts=True)
+        ends = (starts_at + sizes).tolist()
+        spans = dict(zip(keys.tolist(), zip(starts_at.tolist(), ends, strict=True), strict=True))
+        end = self._exclude_after
+        read: dict[int, tuple[Any, ...] | None] = {}
+        rows_of: dict[int, tuple[Any, ...]] = {}  # the turns of the exchanges taken apart
+        left, size = self._limit, first_read
+        while left > 0 and order:
+            most = None if fit is None else fit()
+            if most is not None and most < LEAST_ROOM:  # nothing more worth showing fits
+                return
+            entry = heapq.heappop(order)
+            negative, first, turn = entry[:3]
+            if len(entry) == 4:
+                found = self._single(-negative, rows_of.get(turn), most)
+                if found is not None:
+                    left -= 1  # a hit, as an exchange is
+                    yield found
+                continue
+            if first not in read:
+                ahead = [e[1] for e in heapq.nsmallest(size, order) if len(e) == 3]
+                wanted = [first, *(f for f in ahead if f not in read)]
+                rows = self._index._exchanges(self._session, wanted, most, tools=True)
+                read.update((f, rows.get(f)) for f in wanted)
+                size *= 2
+                # the scored turns of those in which tools ran, read at once
+                parts = [f for f, row in rows.items() if row[5] is None]
+                bounds = [spans.get(f, (0, 0)) for f in parts]
+                taken = [t for a, b in bounds for t in turns[a:b].tolist()]
+                rows_of.update(self._index._turns(self._session, taken + parts))
+            row = read[first]
+            if row is None:  # gone, or too long
+                left -= 1
+                continue
+            if row[5] is None:  # a tool ran in it: turn by turn (each counts when shown)
+                start, stop = spans.get(first, (0, 0))  # its scored turns
+                members = zip(values[start:stop].tolist(), turns[start:stop].tolist(), strict=True)
+                for value, member in list(members) or [(-negative, turn)]:
+                    if (end is None or member < end) and member not in self._shown:
+                        heapq.heappush(order, (-value, first, member, 1))
+                continue
+            left -= 1
+            if end is not None and row[1] >= end:
+                continue
+            if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
+                continue
+            yield self._pair(-negative, turn, row), row[6]
+
+    def _single(
+        self, value: float, row: tuple[Any, ...] | None, most: int | None
+    ) -> tuple[Hit, int] | None:
+        """One turn of an exchange in which tools ran (its unit's `row`, see
+        `Index._turns`) as a hit, whole, if it can be shown in `most` tokens. Its tokens
+        are counted when a context may show it (with `most`), else when first asked for
+        (a listing of every hit reads tool outputs of kilobytes)."""
+        if row is None:
+            return None
+        turn, ts, text, pair = row
+        count = -1  # counted when asked for
+        if most is not None:
+            count = tokens.count_cached(as_shown("turn", ts, text))
+            cap = min(most, TURN_TOKENS)
+            if count > cap:  # what of it answers the query
+                part = focused(text, self._terms, cap, turn)
+                if part is None:
+                    return None
+                text, count = part, tokens.count_cached(as_shown("turn", ts, part))
+            if count > most:
+                return None
+        return self._pair(value, turn, (str(turn), turn, turn, ts, count, text), pair), count
+
+    def _pair(
+        self, value: float, turn: int, row: tuple[Any, ...], exchange: int | None = None
+    ) -> Hit:
+        """An exchange as a hit, with the query words it holds and why it was found; with
+        `exchange` (the first turn of the exchange it is part of), a single turn."""
+        key, first_turn, last_turn, ts, count, text = row[:6]
         inside = range(first_turn, last_turn + 1)
         held, why = self._held, self._why
         terms_in = {term for t in inside for term in held.get(t, ())}
@@ -984,7 +1298,7 @@ class Recalled:
             reasons.append("its segment matches")
         return Hit(
             self._session,
-            "pair",
+            "pair" if exchange is None else "turn",
             key,
             first_turn,
             last_turn,
@@ -994,6 +1308,7 @@ class Recalled:
             value,
             matched,
             "; ".join(dict.fromkeys(reasons)),
+            exchange,
         )
 
     def _summaries(self) -> list[tuple[Hit, int]]:
@@ -1140,13 +1455,22 @@ class _Topics:
 
 
 def _best_of_exchanges(
-    turns: np.ndarray, values: np.ndarray, starts: dict[int, int]
+    turns: np.ndarray,
+    values: np.ndarray,
+    starts: dict[int, int],
+    tools: np.ndarray | None = None,
+    ranked_out: list[np.ndarray] | None = None,
+    first: np.ndarray | None = None,
 ) -> dict[int, tuple[float, int]]:
-    """Each exchange's score and best turn: first turn -> (score, turn).
+    """Each exchange's score and best turn: first turn -> (score, turn); with
+    `ranked_out`, also every scored turn, as three arrays (its exchange, its score, the
+    turn) ordered by exchange and, within one, best first.
 
     A turn's score is its value plus `NEIGHBOUR_WEIGHT` times the better of its two
     neighbours' values, or its square times the better of the turns two away, whichever
-    is more; on a tie within an exchange, the turn found first wins."""
+    is more; a tool's output (where `tools` is true) takes the whole value of the turn
+    after it, which reads it, if that is more. On a tie within an exchange, the turn
+    found first wins. `first`: each turn's exchange, when the caller has it."""
     order = np.argsort(turns, kind="stable")
     ordered, by_turn = turns[order], values[order]
 
@@ -1156,10 +1480,13 @@ def _best_of_exchanges(
 
     near = np.maximum(beside(-1), beside(1))
     apart = np.maximum(beside(-2), beside(2))
+    inherited = np.maximum(NEIGHBOUR_WEIGHT * near, NEIGHBOUR_WEIGHT**2 * apart)
+    if tools is not None and tools.any():  # a tool's output is what the next turn reads
+        inherited = np.where(tools[order], np.maximum(inherited, beside(1)), inherited)
     scores = np.empty_like(values)
-    scores[order] = by_turn + np.maximum(NEIGHBOUR_WEIGHT * near, NEIGHBOUR_WEIGHT**2 * apart)
-    get = starts.get
-    first = np.fromiter((get(t, -1) for t in turns.tolist()), dtype=np.int64, count=len(turns))
+    scores[order] = by_turn + inherited
+    if first is None:
+        first = _exchanges_of(turns, starts)
     keep = (first >= 0) & (scores > 0.0)
     found = np.flatnonzero(keep)
     # best first within each exchange, the earliest found on a tie
@@ -1167,12 +1494,44 @@ def _best_of_exchanges(
     lead = np.ones(len(ranked), dtype=bool)
     lead[1:] = first[ranked][1:] != first[ranked][:-1]
     chosen = ranked[lead]
+    if ranked_out is not None:
+        ranked_out[:] = [first[ranked], scores[ranked], turns[ranked]]
     return {
         exchange: (value, turn)
         for exchange, value, turn in zip(
             first[chosen].tolist(), scores[chosen].tolist(), turns[chosen].tolist(), strict=True
         )
     }
+
+
+def _among(values: np.ndarray, sorted_array: np.ndarray) -> np.ndarray:
+    """Which of `values` are in `sorted_array` (a binary search each)."""
+    if not len(sorted_array):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_array, values), len(sorted_array) - 1)
+    return np.asarray(sorted_array[at] == values)
+
+
+def _exchanges_of(turns: np.ndarray, starts: dict[int, int]) -> np.ndarray:
+    """The first turn of each turn's exchange (-1 where `starts` does not say)."""
+    get = starts.get
+    return np.fromiter((get(t, -1) for t in turns.tolist()), dtype=np.int64, count=len(turns))
+
+
+def _exchange_share(values: np.ndarray, first: np.ndarray, worked: np.ndarray) -> np.ndarray:
+    """What each turn of an exchange in which tools ran (where `worked` is true; `first`:
+    each turn's exchange) takes from how well its whole exchange matches:
+    `EXCHANGE_WEIGHT` times the sum of its turns' values (each at most 1), relative to
+    the best such exchange. An agent's exchange is an episode (a request, the steps
+    taken, what came of them): a question about it finds its words spread over many
+    turns."""
+    share = np.zeros(len(values))
+    if not worked.any():
+        return share
+    _, at = np.unique(first[worked], return_inverse=True)
+    sums = np.bincount(at, weights=np.minimum(values[worked], 1.0))
+    share[worked] = EXCHANGE_WEIGHT * sums[at] / (sums.max() or 1.0)
+    return share
 
 
 def query_words(query: str) -> list[str]:

@@ -13,7 +13,9 @@ passes: its cost is the postings of its words in its session, with no per-row Py
 Words are split as FTS5's ``unicode61`` tokenizer splits them (letters and digits),
 lower-cased, and stemmed with the original Porter algorithm as FTS5's ``porter``
 tokenizer does (on real transcripts, 1 stem in 3,200 differs: FTS5 makes "psychology"
-"psycholog"). Queries and turns go through the same function.
+"psycholog"). Queries and turns go through the same function. An identifier, a version or a
+figure ("is_none_or", "run-0312b", "6,699.70") is a term too, whole, besides its words: a
+question that names one finds the turns that say it before those that say its parts.
 Turns are immutable (``raw.jsonl`` is append-only), so a posting list is never edited:
 a session whose log was replaced is dropped and indexed again.
 """
@@ -73,6 +75,10 @@ K1 = 1.2  # FTS5's bm25() constants, so that scores read as before
 B = 0.75
 SAMPLE = 16  # the top turns are selected from those at least as good as a 1/16 sample's
 _WORD = re.compile(r"[^\W_]+")
+# an identifier, a version or a figure: words joined by _ - or . (or digits by a comma),
+# kept whole besides its parts: "is_none_or", "run-0312b", "t3.medium", "6,699.70"
+_COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:(?:[_.-]|(?<=\d),(?=\d))[^\W_]++)+")
+_JOINS = frozenset("_.-,")
 _porter = snowballstemmer.stemmer("porter")
 
 
@@ -113,13 +119,35 @@ class _Numbering(dict[str, int]):
 
 
 def term_counts(text: str) -> dict[str, int]:
-    """The stemmed terms of `text` with their frequencies."""
-    return Counter(map(_STEMS.__getitem__, _WORD.findall(text.lower())))
+    """The stemmed terms of `text` with their frequencies, and its compounds whole."""
+    lower = text.lower()
+    counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
+    if not _JOINS.isdisjoint(lower):
+        counts.update(map(_folded, _COMPOUND.findall(lower)))
+    return counts
+
+
+def compounds(text: str) -> list[str]:
+    """The compounds of `text` (see `_COMPOUND`), lower-cased, in order, once each: a
+    query's identifiers, matched whole (they are rarer, so weigh more, than their parts)."""
+    return list(dict.fromkeys(map(_folded, _COMPOUND.findall(text.lower()))))
+
+
+def is_compound(term: str) -> bool:
+    """Whether a term is a compound (kept whole, not stemmed)."""
+    return not _JOINS.isdisjoint(term)
+
+
+def _folded(word: str) -> str:
+    """The diacritics of Latin letters removed, as in `stem`."""
+    return word if word.isascii() else "".join(_fold(c) for c in word)
 
 
 def stems(words: Iterable[str]) -> list[str]:
-    """The distinct stems of query words, in order."""
-    return list(dict.fromkeys(stem(w.lower()) for w in words))
+    """The distinct stems of query words, in order (a compound is kept as it is)."""
+    return list(
+        dict.fromkeys(_folded(w.lower()) if is_compound(w) else stem(w.lower()) for w in words)
+    )
 
 
 class TurnHit(NamedTuple):

@@ -361,9 +361,9 @@ def test_the_last_exchange_is_whole_however_long(tmp_path: Path, steps: int) -> 
     ingest(store, [str(source)], derive=True)
     context = assemble(store, "agent", 50_000, None)
     tail = next(b for b in context.blocks if b.name == "tail")
-    # with 3 steps the exchange before fits as well (10 messages by default)
-    first = 1 if steps == 3 else 3
-    assert tail.items == list(range(first, 4 + steps))
+    # the budget holds it all: the exchange before comes too, however many messages
+    assert tail.items == list(range(1, 4 + steps))
+    assert tail.lines[2].startswith("[") and "user: Fix the flaky test." in tail.lines[2]
 
 
 def test_old_tool_results_are_cleared_but_their_calls_kept(tmp_path: Path) -> None:
@@ -573,7 +573,13 @@ def _two_people(tmp_path: Path) -> Store:
         ],
     )
     day_2 = said(
-        2, [*filler, "Thanks, Ann! Bo here: I went hiking too, on the coast.", "Nice, Bo."]
+        2,
+        [
+            *filler,
+            "And yours?",
+            "Thanks, Ann! Bo here: I went hiking too, on the coast.",
+            "Nice, Bo.",
+        ],
     )
     sample = {
         "sample_id": "ann-bo",
@@ -720,3 +726,216 @@ def test_ccm_recall_in_one_session_ranks_as_the_context_does_and_says_why(
         "--json",
     )
     assert {h["ts"][:7] for h in json.loads(june.stdout)["hits"]} == {"2023-06"}
+
+
+# -- the tail fills what the budget leaves; the newest exchange is cut, never dropped ---
+
+
+def _agent(tmp_path: Path, lines: list[tuple[str, str]], name: str = "agent") -> Path:
+    """A root holding session `name`: (role, content) turns one minute apart; a tool
+    turn is a Bash result."""
+    records = []
+    for n, (role, content) in enumerate(lines):
+        record: dict[str, Any] = {"role": role, "content": content, "ts": 1_767_000_000 + 60 * n}
+        if role == "tool":
+            record["tool"] = {"name": "Bash"}
+        records.append(record)
+    source = tmp_path / f"{name}.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    root = tmp_path / "root"
+    assert ccm(root, "ingest", str(source)).exit_code == 0
+    return root
+
+
+def test_the_tail_uses_what_the_budget_leaves_clearing_old_tool_results(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = []
+    for n in range(80):
+        lines += [
+            ("user", f"Step {n}: run the checks on shard {n}."),
+            ("tool", f"shard {n}: " + "ok " * 60),
+            ("assistant", f"Shard {n} passed."),
+        ]
+    root = _agent(tmp_path, lines)
+    small = json.loads(ccm(root, "context", "agent", "--budget", "1000", "--format", "json").stdout)
+    large = json.loads(ccm(root, "context", "agent", "--budget", "4000", "--format", "json").stdout)
+    tail = {
+        d["tokens"]: next(b for b in d["blocks"] if b["name"] == "tail") for d in (small, large)
+    }
+    short, long = tail[small["tokens"]], tail[large["tokens"]]
+    # far more than the 10 preserved messages when the budget allows, and the budget used
+    assert len(long["items"]) > len(short["items"]) > 10
+    assert large["tokens"] > 0.85 * 4000 and large["tokens"] <= 4000
+    # the latest results whole; older ones cleared to a line that keeps how to get them
+    assert "shard 79: ok ok" in long["text"]
+    assert "[Bash result cleared; @expand(turn" in long["text"]
+    assert "Shard 79 passed." in short["text"] and "Shard 79 passed." in long["text"]
+
+
+def test_the_newest_exchange_is_cut_when_it_does_not_fit_never_dropped(tmp_path: Path) -> None:
+    """A subagent's session is one exchange: its prompt, then hundreds of steps."""
+    lines: list[tuple[str, str]] = [("user", "Survey the repository and report its layout.")]
+    for n in range(40):
+        lines += [
+            ("assistant", f'[tool_use] Bash {{"command": "ls dir{n}"}}'),
+            ("tool", "\n".join(f"dir{n}/file{k}.py" for k in range(40))),
+        ]
+    lines.append(("assistant", "The layout: " + "a package per service, " * 20 + "done."))
+    root = _agent(tmp_path, lines)
+    for budget in (400, 2000, 30_000):
+        out = ccm(root, "context", "agent", "--budget", str(budget), "--format", "json")
+        context = json.loads(out.stdout)
+        tail = next(b for b in context["blocks"] if b["name"] == "tail")["text"]
+        # the request and the newest turn are there; what is left out says how to get it
+        assert "user: Survey the repository and report its layout." in tail
+        assert "assistant: The layout: a package per service" in tail
+        assert "not shown; @expand(turn" in tail or "result cleared" in tail
+        assert context["tokens"] <= budget
+
+
+def test_a_newest_turn_too_long_for_the_budget_is_shortened(tmp_path: Path) -> None:
+    root = _agent(
+        tmp_path,
+        [
+            ("user", "Explain the design."),
+            ("assistant", "The design: " + "layer upon layer " * 400),
+        ],
+    )
+    text = ccm(root, "context", "agent", "--budget", "300").stdout
+    assert "user: Explain the design." in text
+    assert "assistant: The design: layer upon layer" in text and "chars; @expand(turn 2)]" in text
+
+
+def test_the_newest_tool_output_shows_its_first_and_last_lines_when_cut(tmp_path: Path) -> None:
+    log = "\n".join(f"test_{k} PASSED" for k in range(200)) + "\nFAILED test_export: KeyError"
+    root = _agent(tmp_path, [("user", "Run the tests."), ("tool", log)])
+    text = ccm(root, "context", "agent", "--budget", "400").stdout
+    assert "test_0 PASSED" in text and "FAILED test_export: KeyError" in text
+    assert "test_100 PASSED" not in text and "chars; @expand(turn 2)]" in text
+
+
+def test_the_working_state_names_the_specifics_the_context_does_not_show(tmp_path: Path) -> None:
+    lines: list[tuple[str, str]] = [
+        ("user", "The nightly bench flagged count_by_field at 671 ms; v0.8.0 was 412.3 ms."),
+        ("assistant", "I'll bisect it with scripts/bench_gate.sh."),
+        ("tool", "first bad commit: a41c9e2 refactor(core): store owned Strings"),
+        ("assistant", "The culprit is a41c9e2: owned Strings per field."),
+    ]
+    for n in range(12):
+        lines += [
+            ("user", f"Meanwhile, question {n}: which of the lunch places is open today?"),
+            ("assistant", "The one on the corner, as every day this week. " * 4),
+        ]
+    root = _agent(tmp_path, lines)
+    text = ccm(root, "context", "agent", "--budget", "800").stdout
+    state = text.split("## Working state\n", 1)[1].split("\n\n", 1)[0]
+    specifics = next(line for line in state.splitlines() if line.startswith("Specifics: "))
+    assert "a41c9e2" in specifics and "412.3" in specifics
+    # what the context shows already is not named again
+    assert "lunch" not in specifics
+
+
+def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
+    from ccm.context import Block, _Shown, _specifics
+
+    # turns 1-3 on the earlier topic name its branch three times; the open segment,
+    # from turn 4, names its figure twice: the topic at hand weighs more
+    recent = [
+        [1, "user", "Rebase feat/cli-args on main."],
+        [2, "assistant", "Rebased feat/cli-args."],
+        [3, "user", "Push feat/cli-args."],
+        [4, "user", "The nightly says 671.2 ms."],
+        [5, "assistant", "671.2 ms is the regression."],
+    ]
+    nothing = _Shown(Block("critical", "Critical"), [])
+    first = _specifics((recent, 4), nothing, 8)
+    assert first.startswith("Specifics: 671.2")
+    # with no open segment, the branch said most wins
+    assert _specifics((recent, 10**9), nothing, 8).startswith("Specifics: feat/cli-args")
+
+
+# -- recall in an agent's session ------------------------------------------------------
+
+
+def _deploy(tmp_path: Path) -> Path:
+    """An agent's session: two requests, each followed by tool runs and readings."""
+    noise = "\n".join(f"INFO step {k}: nothing to report" for k in range(80))
+    return _agent(
+        tmp_path,
+        [
+            ("user", "Why does the staging deploy fail? Check the pods."),
+            ("assistant", "Looking at the pods first."),
+            ("tool", "$ kubectl get pods\nweb-1  CrashLoopBackOff  restarts 12"),
+            (
+                "tool",
+                f"$ kubectl logs web-1\n{noise}\nERROR database: too many connections (max 20)",
+            ),
+            ("assistant", "The web pods crash because the database refuses connections."),
+            ("tool", "$ kubectl describe configmap db\n" + noise),
+            ("assistant", "Raised the pool limit; the pods are green."),
+            ("user", "Now tidy the README, please."),
+            ("tool", "$ git diff README.md\n" + noise),
+            ("assistant", "README tidied."),
+        ],
+        "deploy",
+    )
+
+
+def test_a_recalled_tool_result_shows_where_it_answers_not_only_its_first_lines(
+    tmp_path: Path,
+) -> None:
+    root = _deploy(tmp_path)
+    text = ccm(
+        root, "context", "deploy", "--budget", "1000", "--query", "Why did the web pods crash?"
+    ).stdout
+    recalled = text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
+    # the reading, and of the log it read, how it ended, far beyond its first lines; the
+    # 80 lines of noise between are left out, saying how to get them back
+    assert "assistant: The web pods crash because the database refuses connections." in recalled
+    assert "ERROR database: too many connections (max 20)" in recalled
+    assert "INFO step 40:" not in recalled and "@expand(turn 4)" in recalled
+    # turn by turn: a turn of the exchange that does not match is not shown with it
+    assert "describe configmap" not in recalled
+
+
+def test_a_context_recalls_an_agent_exchange_turn_by_turn(tmp_path: Path) -> None:
+    root = _deploy(tmp_path)
+    asked = ["--budget", "1000", "--query", "database connections?", "--format", "json"]
+    blocks = json.loads(ccm(root, "context", "deploy", *asked).stdout)["blocks"]
+    recall = next(b for b in blocks if b["name"] == "recall")
+    turns = [i for i in recall["items"] if i.get("kind") == "turn"]
+    assert turns and all(i["turns"][0] == i["turns"][1] for i in turns)
+    assert {4, 5} <= {i["turns"][0] for i in turns}
+    best = next(i for i in turns if i["turns"][0] == 5)
+    assert "connections" in best["matched"] and best["exchange"] == 1
+    # `ccm recall` lists the exchanges, ranked as the context ranks their turns
+    listed = ccm(root, "recall", "database connections", "--session", "deploy", "--json")
+    hits = json.loads(listed.stdout)["hits"]
+    assert hits[0]["kind"] == "pair" and hits[0]["turns"] == [1, 7]
+
+
+def test_an_identifier_in_the_question_is_matched_whole(tmp_path: Path) -> None:
+    from ccm.index import Index
+
+    root = _agent(
+        tmp_path,
+        [
+            ("user", "None of the parser tests fail now?"),
+            ("assistant", "None fail; the parser handles none values."),
+            ("user", "Why not use is_none_or there?"),
+            ("assistant", "is_none_or needs Rust 1.82 and we are on 1.74."),
+        ],
+    )
+    with Index(Store(root)) as index:
+        index.update("agent")
+        hits = index.recall("Why couldn't we use is_none_or in the parser?", "agent")
+    assert "Rust 1.82" in hits[0].text and "is_none_or" in hits[0].matched
+
+
+def test_recall_does_not_repeat_what_the_tail_shows(tmp_path: Path) -> None:
+    root = _deploy(tmp_path)
+    context = assemble(Store(root), "deploy", 3000, "What did we do to the README?")
+    recall = next(b for b in context.blocks if b.name == "recall")
+    whole = {t["turn"] for t in context.tail if not (t.get("cut") or t.get("gap"))}
+    recalled = {i["turns"][0] for i in recall.items if i.get("turns")}
+    # the tail shows the latest turns whole; recall shows the others, a cut one whole
+    assert 10 in whole and recalled and not recalled & whole

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ccm import index, lexical
+from ccm import index, lexical, tokens
 
 WORDS = ["sqlite", "postgres", "wal", "backup", "ledger", "cents", "token", "deploy", "cron"]
 turn_texts = st.lists(
@@ -174,7 +174,8 @@ def test_topics_score_a_segment_by_all_its_turns() -> None:
 def test_stems_follow_porter_and_fold_latin_accents() -> None:
     assert lexical.stems(["Decided", "deciding", "databases"]) == ["decid", "databas"]
     counts = lexical.term_counts("Café CAFE cafés, naïve_plan")
-    assert counts == {"cafe": 3, "naiv": 1, "plan": 1}
+    # an identifier counts whole as well as by its words
+    assert counts == {"cafe": 3, "naiv": 1, "plan": 1, "naive_plan": 1}
     assert lexical.stem("русский") == "русский"  # Cyrillic keeps its marks, as in FTS5
 
 
@@ -187,7 +188,12 @@ def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, row)")
     db.executemany("INSERT INTO t(x) VALUES (?)", [(text,) for text in texts])
     fts5 = {row[0] for row in db.execute("SELECT term FROM v")}
-    ours = set().union(*(lexical.term_counts(text) for text in texts))
+    ours = {
+        term
+        for text in texts
+        for term in lexical.term_counts(text)
+        if not lexical.is_compound(term)  # compounds are ccm's own: FTS5 has none
+    }
     assert len(fts5) > 1000
     assert len(fts5 ^ ours) <= 0.005 * len(fts5)
 
@@ -329,3 +335,35 @@ def test_best_of_exchanges_equals_the_plain_loop(
     turns = np.fromiter(base, dtype=np.int64, count=len(base))
     values = np.fromiter(base.values(), dtype=np.float64, count=len(base))
     assert index._best_of_exchanges(turns, values, starts) == _exchanges_by_loop(base, starts)
+
+
+def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
+    rows = "\n".join(f"| region-{k} | {100 + k} ms |" for k in range(60))
+    text = f"[2026-01-05 10:00] Bash result: $ bench --all\n| latency table |\n{rows}\nok"
+    terms = lexical.stems(["latency"])
+    shown = index.focused(text, terms, 120, 7)
+    assert shown is not None
+    lines = shown.splitlines()
+    # the command, the matched header with the rows under it, how it ended, a way back
+    assert lines[:4] == [
+        "[2026-01-05 10:00] Bash result: $ bench --all",
+        "| latency table |",
+        "| region-0 | 100 ms |",
+        "| region-1 | 101 ms |",
+    ]
+    assert "| region-30 | 130 ms |" not in lines and lines[-2] == "ok"
+    assert lines[-1] == f"\u2026 [{len(text)} chars; @expand(turn 7)]"
+    # a turn in which no line holds a word of the query has nothing to show
+    assert index.focused(text, lexical.stems(["deploy"]), 120, 7) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([*WORDS, "\n", "."]), min_size=1, max_size=300),
+    st.integers(20, 200),
+)
+def test_a_focused_turn_keeps_within_its_tokens(words: list[str], most: int) -> None:
+    text = " ".join(words)
+    shown = index.focused(text, lexical.stems(WORDS[:2]), most, 1)
+    if shown is not None:  # its lines, each with its line break
+        assert sum(tokens.count_tokens(line) + 1 for line in shown.splitlines()) <= most

@@ -279,6 +279,9 @@ def plan_compaction(
 
 def _tone(state: dict[str, Any]) -> str:
     users = [e for e in state["recent"] if e[1] == "user"]
+    opening = state.get("opening")
+    if not users and opening:  # a long agent run: its prompt is further back
+        users = [[opening[0], "user", opening[1]]]
     if not users:
         return "No user turns yet."
     words = [len(e[2].split()) for e in users]

@@ -13,9 +13,13 @@ from typing import Any
 
 from ccm.engine.text import sentences, terms
 
+# "next" says what comes next when it labels it ("Next:", "**Next (Monday)**:", "next
+# step", "next up"), not in "the next run" or in a name such as "Next.js"
 NEXT = re.compile(
-    r"\b(?:next(?: step)?[:,]?|then i'?ll|i'?ll now|i will now|now i'?ll|let me|i'?m going to|"
-    r"we should|you should|todo[:]?|remaining[:]?)\b"
+    r"(?:^|[^\w.])next\b(?!\.\w)(?: steps?| up)?[*_\s]*(?:\([^)]{0,40}\))?[*_\s]*[:\u2014]|"
+    r"\bnext (?:steps?|up)\b|"
+    r"\b(?:then i'?ll|i'?ll now|i will now|now i'?ll|let me|i'?m going to|we should|you should)\b|"
+    r"\b(?:todo|to do|remaining)\s*:"
 )
 LIMIT = 5
 
@@ -27,6 +31,78 @@ REQUEST = re.compile(
     r"\?$|^(?:can|could|would|will|let'?s|please|how|what|why|should|we need|i need|i want|"
     r"make|add|write|fix|create|implement|update|remove|set up|next step)\b"
 )
+
+
+def _task(text: str, limit: int = 200) -> str:
+    """The sentence that states the task (`_first_sentence`), after what the turn says
+    before it when that fits in `limit` characters: "we have github actions but they
+    only run the linter. I want: on merge, test and deploy" keeps its first part."""
+    found = [" ".join(s.split()) for s in sentences(TAG.sub(" ", text))]
+    task = _first_sentence(text, limit)
+    if task not in found:
+        return task
+    before = found[: found.index(task)]
+    while before and len(" ".join([*before, task])) > limit:
+        before.pop(0)
+    return " ".join([*(s for s in before if len(terms(s)) >= 2), task])
+
+
+def _substantive(text: str) -> bool:
+    """Whether a user turn says something a task can be: a request or question, or a
+    sentence of three content words or more (not "hm." or "thx!")."""
+    found = sentences(TAG.sub(" ", text))
+    return any(
+        len(terms(s)) >= 3 or (REQUEST.search(s.lower()) and len(terms(s)) >= 2) for s in found
+    )
+
+
+_CAPITALISED = re.compile(r"[A-Z][a-z]+\.\w+")
+_EXTENSION = re.compile(r"\.[A-Za-z]\w*$")
+
+
+def _files(recent: list[list[Any]]) -> list[str]:
+    """The files the latest turns mention, the latest first: those the user or the
+    assistant names, then those only a tool's output shows (a stack trace names many).
+    A bare name written as a capitalised word ("Next.js", "Package.json" in a heading)
+    is a file only when a tool call or output shows it, or it is written as code (in
+    backticks); a bare name that differs from one already listed only in case, or names
+    the file of a path already listed, is that file; a name without a file extension
+    ("HTTP/1.1") or with a scheme or host ("host:path") is not a file."""
+    said = [e for e in recent if e[1] != "tool"]
+    tools = [e for e in recent if e[1] == "tool"]
+    files: list[str] = []
+    seen: set[str] = set()  # the file names listed, lower-cased
+    for entry in [*reversed(said), *reversed(tools)]:
+        for path in entry[4]:
+            name = path.rsplit("/", 1)[-1]
+            if path in files or ("/" not in path and name.lower() in seen):
+                continue
+            if ":" in path or not _EXTENSION.search(name):
+                continue
+            if "/" not in path and _CAPITALISED.fullmatch(path) and not _as_file(path, recent):
+                continue
+            files.append(path)
+            seen.add(name.lower())
+    named = {p.rsplit("/", 1)[-1].lower() for p in files if "/" in p}
+    return [p for p in files if "/" in p or p.lower() not in named]
+
+
+def _as_file(name: str, recent: list[list[Any]]) -> bool:
+    """Whether `name` is written as code (in backticks), as a tool call's argument, or
+    as a file in a tool's output (ending a line, as a listing shows it)."""
+    listed = re.compile(rf"(?:^|[\s/]){re.escape(name)}$", re.MULTILINE)
+    argument = re.compile(rf"[/\"]{re.escape(name)}\"")  # a call's "file_path": ".../name"
+    for entry in recent:
+        text = entry[2]
+        if name not in text:
+            continue
+        if f"`{name}`" in text or any(
+            "[tool_use]" in line and argument.search(line) for line in text.splitlines()
+        ):
+            return True
+        if entry[1] == "tool" and listed.search(text):
+            return True
+    return False
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:
@@ -75,9 +151,10 @@ def derive(
 
     current_task = None
     open_turns = state["current"]["open"] if state["current"] else []
-    first_user = next((e for e in open_turns if e[1] == "user" and not e[7]), None)
+    users = [e for e in open_turns if e[1] == "user" and not e[7]]
+    first_user = next((e for e in users if _substantive(e[2])), users[0] if users else None)
     if first_user is not None:
-        current_task = _first_sentence(first_user[2])
+        current_task = _task(first_user[2])
 
     chain = [s["summary"].split(". ")[0][:160] for s in in_effort[-LIMIT:] if s["summary"]]
 
@@ -103,11 +180,7 @@ def derive(
             break
         next_step = _todo_in_progress(entry[2])
 
-    files: list[str] = []
-    for entry in reversed(recent):
-        for path in entry[4]:
-            if path not in files:
-                files.append(path)
+    files = _files(recent)
     decisions: list[str] = []  # the latest few, found from the end
     for d in reversed(state["decisions"]):
         if len(decisions) == LIMIT:
