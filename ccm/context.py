@@ -258,19 +258,24 @@ def _specifics(at_hand: tuple[list[list[Any]], int], shown: _Shown, room: int) -
     context does not show yet, as one line within `room` tokens: the specifics of the
     work at hand, which a summary loses first. A term counts once per turn that says it
     (a tool's output half), the latest turns most, and those of the open segment (from
-    turn `at_hand[1]`) `HAND_WEIGHT` times as much."""
+    turn `at_hand[1]`) `HAND_WEIGHT` times as much; one that only a tool's output holds
+    (a file of a listing) is not named: the user or the assistant never spoke of it."""
     recent, first = at_hand
     if room <= 0 or not recent:
         return ""
     weight: dict[str, float] = {}
+    said: set[str] = set()  # by the user or the assistant, not only in a tool's output
     for position, entry in enumerate(recent):
         value = (0.5 if entry[1] == "tool" else 1.0) * (1 + position / len(recent))
         value *= HAND_WEIGHT if entry[0] >= first else 1.0
-        for term in _specific_terms(str(entry[2])):
+        terms = _specific_terms(str(entry[2]))
+        for term in terms:
             weight[term] = weight.get(term, 0.0) + value
+        if entry[1] != "tool":
+            said |= terms
     line = "Specifics:"
     for term in sorted(weight, key=lambda t: (-weight[t], t)):
-        if term.lower() in shown:
+        if term.lower() in shown or term not in said:
             continue
         longer = f"{line} {term},"
         if tokens.count_cached(longer) - 1 > room:

@@ -164,3 +164,28 @@ def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
     assert state["critical_replaced"] == [
         [1, 3, "please write the report in a formal tone, full sentences, no slang"]
     ]
+
+
+def test_a_briefs_list_is_one_instruction_with_the_line_that_leads_into_it() -> None:
+    brief = (
+        "Audit the billing service in ~/work/billing. Check:\n"
+        "1. Which endpoints lack rate limits\n"
+        "2. Where secrets are read from,\n"
+        "   including the env files\n"
+        "\n"
+        "Write a report (under 300 words) with:\n"
+        "- Findings by severity\n"
+        "- A fix for each\n"
+        "Do not change any code."
+    )
+    found = [text for _, text in detect("user", brief, spec=True)]
+    assert found == [
+        "Audit the billing service in ~/work/billing. Check: Which endpoints lack rate "
+        "limits; Where secrets are read from, including the env files",
+        "Write a report (under 300 words) with: Findings by severity; A fix for each",
+        "Do not change any code.",
+    ]
+    # in what a user writes, a list under a colon line is not one statement: each bullet
+    # under "ground rules:" is a rule of its own
+    rules = [t for _, t in detect("user", "ground rules:\n- no force pushes\n- squash merges")]
+    assert rules == ["no force pushes", "squash merges"]

@@ -510,18 +510,29 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
             continue
         current: list[str] = []
         listed = False
+        lead: list[str] = []  # in a brief: a line ending in ":" and the list it leads into
         for line in lines:
             bullet = _BULLET.match(line)
-            if bullet:
+            if bullet and lead:
+                lead.append(line[bullet.end() :].strip())
+            elif bullet:
                 if current:
                     found.append((" ".join(current), heading and listed))
                 current, listed = [line[bullet.end() :].strip()], True
             elif line.rstrip().endswith(":") and (spec or _RULES_HEADING.search(line.lower())):
                 if current:
                     found.append((" ".join(current), heading and listed))
-                if spec:  # "Return a summary (100-150 words) with:" binds by itself
-                    found.append((line.strip(), False))
+                if lead:
+                    found.append((_led(lead), True))
+                # "Return a summary (100-150 words) with:" and its list are one instruction
+                lead = [line.strip()] if spec else []
                 current, listed, heading = [], False, True
+            elif lead and line[:1].isspace():
+                lead[-1] += " " + line.strip()  # an item goes on
+            elif lead:
+                found.append((_led(lead), True))
+                lead = []
+                current, listed, heading = [line.strip()], False, False
             elif current and (not listed or line[:1].isspace()):
                 current.append(line.strip())  # the paragraph, or an indented list item, goes on
             else:
@@ -530,7 +541,15 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
                 current, listed, heading = [line.strip()], False, False
         if current:
             found.append((" ".join(current), heading and listed))
+        if lead:
+            found.append((_led(lead), True))
     return [(" ".join(unit.split()), ruled) for unit, ruled in found if unit.strip()]
+
+
+def _led(lead: list[str]) -> str:
+    """A line ending in ":" with the items of the list under it, as one statement."""
+    items = [item.rstrip(";,") for item in lead[1:]]
+    return lead[0] + (" " + "; ".join(items) if items else "")
 
 
 def split_sentences(unit: str) -> list[str]:
