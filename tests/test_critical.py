@@ -189,3 +189,25 @@ def test_a_briefs_list_is_one_instruction_with_the_line_that_leads_into_it() -> 
     # under "ground rules:" is a rule of its own
     rules = [t for _, t in detect("user", "ground rules:\n- no force pushes\n- squash merges")]
     assert rules == ["no force pushes", "squash merges"]
+
+
+def test_a_rule_said_again_in_the_same_words_is_one_item() -> None:
+    def turn(number: int, text: str) -> dict[str, Any]:
+        return {"turn": number, "role": "user", "content": text, "ts": None}
+
+    state = fold(
+        new_state("s"),
+        [
+            turn(1, "never push straight to main"),
+            turn(2, "always keep the changelog short"),
+            turn(3, "again: never push straight to main!"),
+            turn(4, "don't push to staging on fridays"),  # about other things: a rule of its own
+        ],
+        Params(),
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live == [
+        "always keep the changelog short",
+        "again: never push straight to main!",
+        "don't push to staging on fridays",
+    ]

@@ -583,12 +583,20 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         return
     state["critical_keys"][key] = turn
     # a rule the user changes ("P0 now, not P1") replaces the latest live one it
-    # restates; the change is kept in the state (working.yaml shows the latest ones)
-    said = critical.subject(text) if critical.changes(text) else None
-    for item in reversed(state["critical"][-CRITICAL_COMPARED:] if said else ()):
+    # restates; the change is kept in the state (working.yaml shows the latest ones). A
+    # rule said again in the very same content words ("cents, keep them" after "keep
+    # the cents") stands in place of the earlier one
+    about = critical.subject(text)
+    same = "\x00" + " ".join(sorted(about))  # (critical_keys holds it beside the texts)
+    again = len(about) >= 2 and same in state["critical_keys"]
+    state["critical_keys"][same] = turn
+    change = critical.changes(text)
+    for item in reversed(state["critical"][-CRITICAL_COMPARED:] if change or again else ()):
         if item.get("superseded_by") or item["turn"] == turn:
             continue
-        if critical.replaces(text, item["text"], said):
+        if (again and critical.subject(item["text"]) == about) or (
+            change and critical.replaces(text, item["text"], about)
+        ):
             item["superseded_by"] = turn
             state["critical_rev"] += 1
             state["critical_replaced"].append([item["turn"], turn, item["text"]])
