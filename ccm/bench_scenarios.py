@@ -737,28 +737,14 @@ class _Measure:
 
         session = self.scenario.session
         found: list[Mark] = []
-        for segment in self.manifest.get("segments", []):
-            conclusion = segment.get("conclusion")
-            if isinstance(conclusion, dict) and isinstance(conclusion.get("turn"), int):
-                found.append(
-                    Mark(
-                        "manifest",
-                        conclusion["turn"],
-                        conclusion.get("superseded_by") is not None,
-                        str(conclusion.get("text") or ""),
-                    )
-                )
         state = self.measured.derived.state
-        for item in state.get("critical", []) if isinstance(state, dict) else []:
+        derived = [
+            ("manifest", segment.get("conclusion")) for segment in self.manifest.get("segments", [])
+        ] + [("critical", item) for item in state.get("critical", [])]
+        for tier, item in derived:
             if isinstance(item, dict) and isinstance(item.get("turn"), int):
-                found.append(
-                    Mark(
-                        "critical",
-                        item["turn"],
-                        item.get("superseded_by") is not None,
-                        str(item.get("text") or ""),
-                    )
-                )
+                replaced = item.get("superseded_by") is not None
+                found.append(Mark(tier, item["turn"], replaced, str(item.get("text") or "")))
         consolidate(self.store, [session])
         nodes_path = self.store.root / "network" / "nodes.json"
         nodes = json.loads(nodes_path.read_text(encoding="utf-8")).get("nodes", [])

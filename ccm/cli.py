@@ -766,7 +766,7 @@ def _print_scenarios(report: dict[str, Any]) -> None:
     def trio(shares: dict[str, float]) -> str:
         return "/".join(f"{shares[m]:.2f}" for m in ("ccm", "recency", "bm25"))
 
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             "scenario",
             "turns",
@@ -780,38 +780,29 @@ def _print_scenarios(report: dict[str, Any]) -> None:
             "conflicts",
         )
     ]
+
+    def cells(name: str, pk: float, traps: str, item: dict[str, Any]) -> tuple[str, ...]:
+        found = item["conclusions"]
+        return (
+            name,
+            str(item["turns"]),
+            f"{pk:.3f}",
+            f"{found['precision']:.2f}/{found['recall']:.2f}/{found['f1']:.2f}",
+            traps,
+            trio(item["critical"]["share"]),
+            trio(item["end_terms"]["share"]),
+            trio(item["checkpoints"]["share"]),
+            trio(item["recall"]["score"]),
+            f"{item['conflicts']['resolved']}/{item['conflicts']['total']}",
+        )
+
     for item in report["scenarios"]:
-        conclusions = item["conclusions"]
-        rows.append(
-            (
-                item["scenario"],
-                str(item["turns"]),
-                f"{item['segmentation']['pk']:.3f}",
-                f"{conclusions['precision']:.2f}/{conclusions['recall']:.2f}/{conclusions['f1']:.2f}",
-                f"{conclusions['counts']['traps']}/{conclusions['counts']['false_conclusions']}",
-                trio(item["critical"]["share"]),
-                trio(item["end_terms"]["share"]),
-                trio(item["checkpoints"]["share"]),
-                trio(item["recall"]["score"]),
-                f"{item['conflicts']['resolved']}/{item['conflicts']['total']}",
-            )
-        )
+        counts = item["conclusions"]["counts"]
+        traps = f"{counts['traps']}/{counts['false_conclusions']}"
+        rows.append(cells(item["scenario"], item["segmentation"]["pk"], traps, item))
     total = report["totals"]
-    conclusions = total["conclusions"]
-    rows.append(
-        (
-            "total",
-            str(total["turns"]),
-            f"{total['pk_mean']:.3f}",
-            f"{conclusions['precision']:.2f}/{conclusions['recall']:.2f}/{conclusions['f1']:.2f}",
-            f"{conclusions['traps']}/{conclusions['false_conclusions']}",
-            trio(total["critical"]["share"]),
-            trio(total["end_terms"]["share"]),
-            trio(total["checkpoints"]["share"]),
-            trio(total["recall"]["score"]),
-            f"{total['conflicts']['resolved']}/{total['conflicts']['total']}",
-        )
-    )
+    traps = f"{total['conclusions']['traps']}/{total['conclusions']['false_conclusions']}"
+    rows.append(cells("total", total["pk_mean"], traps, total))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         click.echo(
@@ -820,7 +811,7 @@ def _print_scenarios(report: dict[str, Any]) -> None:
                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             ).rstrip()
         )
-    vault = report["vault"]
+    vault, conclusions = report["vault"], total["conclusions"]
     click.echo(
         f"Pk: mean over scenarios (pooled {total['pk_pooled']:.3f}); conclusions: "
         f"{conclusions['matched']} of {conclusions['predicted']} predicted match "

@@ -245,22 +245,13 @@ _SPECIFIC = re.compile(
 _NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence
 
 
-def _at_hand(state: dict[str, Any]) -> tuple[list[list[Any]], int]:
-    """The latest turns the engine keeps, and the first turn of the open segment (the
-    topic at hand) or 0."""
-    current = state.get("current") or {}
-    first = current["open"][0][0] if current.get("open") else 0
-    return state.get("recent") or [], first
-
-
-def _specifics(at_hand: tuple[list[list[Any]], int], shown: _Shown, room: int) -> str:
+def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) -> str:
     """The figures, names and identifiers the latest turns keep coming back to that the
     context does not show yet, as one line within `room` tokens: the specifics of the
     work at hand, which a summary loses first. A term counts once per turn that says it
     (a tool's output half), the latest turns most, and those of the open segment (from
-    turn `at_hand[1]`) `HAND_WEIGHT` times as much; one that only a tool's output holds
+    turn `first`) `HAND_WEIGHT` times as much; one that only a tool's output holds
     (a file of a listing) is not named: the user or the assistant never spoke of it."""
-    recent, first = at_hand
     if room <= 0 or not recent:
         return ""
     weight: dict[str, float] = {}
@@ -465,7 +456,10 @@ def _assemble(
     if specifics:
         shown = _Shown(critical, [state, manifest, efforts, recall, tail])
         header = 0 if state.lines else tokens.count_cached(f"## {state.title}\n") + JOIN_TOKENS
-        line = _specifics(_at_hand(derived.state), shown, specifics - header - 1)
+        current = derived.state.get("current") or {}
+        first = current["open"][0][0] if current.get("open") else 0  # the topic at hand
+        recent = derived.state.get("recent") or []
+        line = _specifics(recent, first, shown, specifics - header - 1)
         if line:
             state.lines.append(line)
             used = tokens.count_cached(line) + 1 + header

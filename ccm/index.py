@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ccm import dates, lexical, tokens
-from ccm.engine.text import named_speaker, printable
+from ccm.engine.text import named_speaker, printable, sentences
 from ccm.store import Cursor, Store
 
 SCHEMA = """
@@ -232,21 +232,22 @@ def excerpt(content: str, chars: int, turn: int) -> str:
     return f"{head.rstrip()}\n\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]\n{tail.lstrip()}"
 
 
-_PIECE = re.compile(r"(?<=[.!?])\s+(?=\S)")  # where a long line is cut into sentences
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
 
 
-def focused(text: str, terms: Iterable[str], most: int, turn: int) -> str | None:
+def focused(
+    text: str, terms: Iterable[str], most: int, turn: int, tool: bool = False
+) -> str | None:
     """About `most` tokens of a long turn's `text`: its first line (who said it; a
     command), the lines (of a long line, the sentences) that hold most of the query's
     stemmed `terms` and the `AROUND` lines either side of them (a table's rows under its
-    matched header), and, of a tool's output, its last line (where a command's error or
+    matched header), and, of a tool's output (`tool`), its last line (where a command's error or
     summary is), in their order, with a note saying where to get it whole; None when no
     line holds a term (its first and last lines alone would say nothing asked)."""
     wanted = set(terms)
     pieces: list[str] = []
     for line in text.split("\n"):
-        pieces += _PIECE.split(line) if len(line) > LONG_LINE else [line]
+        pieces += sentences(line) if len(line) > LONG_LINE else [line]
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
     used = tokens.count_cached(note) + 1
     keep: set[int] = set()
@@ -262,7 +263,7 @@ def focused(text: str, terms: Iterable[str], most: int, turn: int) -> str | None
 
     take(0)
     last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
-    if " result: " in pieces[0]:  # a tool's output: how it ended
+    if tool:  # how it ended
         take(last)
     held = [len(wanted & lexical.term_counts(piece).keys()) for piece in pieces]
     if not any(held):
@@ -1037,12 +1038,13 @@ class Index:
         return bool(row and row[0])
 
     def _turns(self, session: str, turns: list[int]) -> dict[int, tuple[Any, ...]]:
-        """The units of `turns`: turn -> (turn, ts, text, first turn of its exchange)."""
+        """The units of `turns`: turn -> (turn, ts, text, first turn of its exchange,
+        role)."""
         found: dict[int, tuple[Any, ...]] = {}
         for start in range(0, len(turns), 500):
             chunk = turns[start : start + 500]
             for row in self.db.execute(
-                "SELECT first_turn, ts, text, pair FROM units WHERE session=? AND kind='turn' "
+                "SELECT first_turn, ts, text, pair, role FROM units WHERE session=? AND kind='turn' "
                 f"AND first_turn IN ({','.join('?' * len(chunk))})",
                 (session, *chunk),
             ):
@@ -1266,13 +1268,13 @@ class Recalled:
         (a listing of every hit reads tool outputs of kilobytes)."""
         if row is None:
             return None
-        turn, ts, text, pair = row
+        turn, ts, text, pair, role = row
         count = -1  # counted when asked for
         if most is not None:
             count = tokens.count_cached(as_shown("turn", ts, text))
             cap = min(most, TURN_TOKENS)
             if count > cap:  # what of it answers the query
-                part = focused(text, self._terms, cap, turn)
+                part = focused(text, self._terms, cap, turn, role == "tool")
                 if part is None:
                     return None
                 text, count = part, tokens.count_cached(as_shown("turn", ts, part))

@@ -847,13 +847,13 @@ def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
         [5, "assistant", "671.2 ms is the regression."],
     ]
     nothing = _Shown(Block("critical", "Critical"), [])
-    first = _specifics((recent, 4), nothing, 8)
+    first = _specifics(recent, 4, nothing, 8)
     assert first.startswith("Specifics: 671.2")
     # with no open segment, the branch said most wins
-    assert _specifics((recent, 10**9), nothing, 8).startswith("Specifics: feat/cli-args")
+    assert _specifics(recent, 10**9, nothing, 8).startswith("Specifics: feat/cli-args")
     # a file only a tool's listing holds was never spoken of
     listing = [*recent, [6, "tool", "$ ls\nconfig-array.js config-ops.js 671.2"]]
-    line = _specifics((listing, 4), nothing, 40)
+    line = _specifics(listing, 4, nothing, 40)
     assert "671.2" in line and "feat/cli-args" in line and "config-" not in line
 
 

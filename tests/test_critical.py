@@ -143,21 +143,22 @@ def test_a_long_paragraph_gives_the_rule_with_its_neighbour_not_the_whole() -> N
     ]
 
 
+def _user_says(*texts: str) -> dict[str, Any]:
+    """The engine's state after a user's turns, one per text."""
+    turns = [
+        {"turn": n, "role": "user", "content": text, "ts": None} for n, text in enumerate(texts, 1)
+    ]
+    return fold(new_state("s"), turns, Params())
+
+
 def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
     assert replaces("Tone is now casual, no formal phrasing.", "Keep the tone formal, no phrasing.")
     assert not replaces("Budget is now 5k for the trip.", "Never book night trains.")
 
-    def turn(number: int, text: str) -> dict[str, Any]:
-        return {"turn": number, "role": "user", "content": text, "ts": None}
-
-    state = fold(
-        new_state("s"),
-        [
-            turn(1, "please write the report in a formal tone, full sentences, no slang"),
-            turn(2, "the report goes to Anna first, then the board"),
-            turn(3, "change of plan, the board is out: drop the formal tone, casual sentences"),
-        ],
-        Params(),
+    state = _user_says(
+        "please write the report in a formal tone, full sentences, no slang",
+        "the report goes to Anna first, then the board",
+        "change of plan, the board is out: drop the formal tone, casual sentences",
     )
     live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
     assert live == ["change of plan, the board is out: drop the formal tone, casual sentences"]
@@ -192,18 +193,11 @@ def test_a_briefs_list_is_one_instruction_with_the_line_that_leads_into_it() -> 
 
 
 def test_a_rule_said_again_in_the_same_words_is_one_item() -> None:
-    def turn(number: int, text: str) -> dict[str, Any]:
-        return {"turn": number, "role": "user", "content": text, "ts": None}
-
-    state = fold(
-        new_state("s"),
-        [
-            turn(1, "never push straight to main"),
-            turn(2, "always keep the changelog short"),
-            turn(3, "again: never push straight to main!"),
-            turn(4, "don't push to staging on fridays"),  # about other things: a rule of its own
-        ],
-        Params(),
+    state = _user_says(
+        "never push straight to main",
+        "always keep the changelog short",
+        "again: never push straight to main!",
+        "don't push to staging on fridays",  # about other things: a rule of its own
     )
     live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
     assert live == [

@@ -341,7 +341,7 @@ def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
     rows = "\n".join(f"| region-{k} | {100 + k} ms |" for k in range(60))
     text = f"[2026-01-05 10:00] Bash result: $ bench --all\n| latency table |\n{rows}\nok"
     terms = lexical.stems(["latency"])
-    shown = index.focused(text, terms, 120, 7)
+    shown = index.focused(text, terms, 120, 7, tool=True)
     assert shown is not None
     lines = shown.splitlines()
     # the command, the matched header with the rows under it, how it ended, a way back

@@ -607,10 +607,15 @@ def same_subject(later: str, earlier: str, common: Callable[[str], bool] | None 
     """Whether two conclusions are about the same thing: they share at least two of the
     terms that say what (not the words that only conclude, nor, by `common`, the words
     the whole conversation uses), a good part of the shorter."""
-    a = {t for t in subject(later) if t not in CUE_WORDS and not (common and common(t))}
-    b = {t for t in subject(earlier) if t not in CUE_WORDS and not (common and common(t))}
+    a, b = what(later, common), what(earlier, common)
     shared = len(a & b)
     return shared >= 2 and shared >= 0.2 * min(len(a), len(b))
+
+
+def what(text: str, common: Callable[[str], bool] | None = None) -> set[str]:
+    """The terms of a conclusion that say what it concludes: not the words that only
+    conclude ("done", "fixed"), nor, by `common`, the words of the whole conversation."""
+    return {t for t in subject(text) if t not in CUE_WORDS and not (common and common(t))}
 
 
 def echoes(later: Conclusion, earlier: dict[str, object]) -> bool:
@@ -618,12 +623,8 @@ def echoes(later: Conclusion, earlier: dict[str, object]) -> bool:
     after the fix, "merged" after "done"): the same kind, mostly the same terms."""
     if later.kind != earlier.get("kind") or later.kind in ("decision", "confirmation"):
         return False
-    a = {t for t in subject(later.said or later.text) if t not in CUE_WORDS}
-    b = {
-        t
-        for t in subject(str(earlier.get("said") or earlier.get("text", "")))
-        if t not in CUE_WORDS
-    }
+    a = what(later.said or later.text)
+    b = what(str(earlier.get("said") or earlier.get("text", "")))
     if not a or not b:
         return False
     shared = len(a & b)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ccm.engine.text import terms
+from ccm.engine.text import sentences, terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
 
@@ -464,7 +464,6 @@ ANAPHOR = re.compile(
     r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b"
 )
 ITEM_CHARS = 600
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
 _RULES_HEADING = re.compile(
     r"\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
@@ -552,10 +551,6 @@ def _led(lead: list[str]) -> str:
     return lead[0] + (" " + "; ".join(items) if items else "")
 
 
-def split_sentences(unit: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(unit) if s.strip()]
-
-
 _STRONG = ("flag", "deontic", "order", "bound", "prefer", "replace")
 
 
@@ -620,7 +615,7 @@ def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     for unit, under_heading in units(text, spec):
-        parts = split_sentences(unit)
+        parts = sentences(unit)
         scored = [_brief_score(s) if spec else rule_score(s) for s in parts]
         rules = [i for i, (score, _) in enumerate(scored) if score >= THRESHOLD]
         if under_heading and not rules and len(terms(unit)) >= 2:
@@ -721,7 +716,7 @@ FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[
 def forbidden_terms(text: str) -> list[str]:
     """What a "never X" / "don't X" / "avoid X" item forbids, as terms (for drift checks)."""
     found: list[str] = []
-    for sentence in split_sentences(text.lower()):
+    for sentence in sentences(text.lower()):
         for match in FORBID.finditer(sentence):
             found.extend(t for t in terms(match.group(1)) if len(t) > 2 and t not in found)
     return found

@@ -167,6 +167,7 @@ def new_state(session: str) -> State:
         "failures": [],
         "critical": [],
         "critical_keys": {},
+        "critical_subjects": {},  # the content words of each rule said (see `_add_critical`)
         "critical_replaced": [],  # [turn, replaced at turn, text] of the latest changes
         "decisions": [],
         "conclusions": [],
@@ -587,9 +588,9 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     # rule said again in the very same content words ("cents, keep them" after "keep
     # the cents") stands in place of the earlier one
     about = critical.subject(text)
-    same = "\x00" + " ".join(sorted(about))  # (critical_keys holds it beside the texts)
-    again = len(about) >= 2 and same in state["critical_keys"]
-    state["critical_keys"][same] = turn
+    same = " ".join(sorted(about))
+    again = len(about) >= 2 and same in state["critical_subjects"]
+    state["critical_subjects"][same] = turn
     change = critical.changes(text)
     for item in reversed(state["critical"][-CRITICAL_COMPARED:] if change or again else ()):
         if item.get("superseded_by") or item["turn"] == turn:
