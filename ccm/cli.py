@@ -47,10 +47,16 @@ def _setup_logging() -> None:
 def _store(ctx: click.Context) -> Store:
     """The store for ``--root`` (or CCM_HOME, or ~/.knowledge), built on first use."""
     from ccm import tokens
-    from ccm.store import Store
+    from ccm.errors import UsageError
+    from ccm.store import Store, resolve_root
 
     obj = ctx.find_root().ensure_object(dict)
     if "store" not in obj:
+        if resolve_root(obj.get("root")).is_file():
+            raise UsageError(
+                f"the knowledge root {resolve_root(obj.get('root'))} is a file",
+                "pass a folder with --root or CCM_HOME",
+            )
         store = Store(obj.get("root"))
         tokens.set_method(store.config.tokens_method)
         obj["store"] = store
@@ -89,7 +95,7 @@ def _fail(messages: list[str]) -> None:
 @click.version_option(__version__, "--version", prog_name="ccm")
 @click.option(
     "--root",
-    type=click.Path(file_okay=False),
+    type=click.Path(),  # checked when first used (`_store`): `ccm hook` must never fail
     envvar="CCM_HOME",
     show_envvar=True,
     help="Knowledge root (default: ~/.knowledge).",
@@ -630,32 +636,9 @@ def recall(
 ) -> None:
     """Search every session's memory, or one session's as its context recalls it; say why
     each hit was chosen."""
-    from ccm import derive
-    from ccm.index import Index
+    from ccm import memory
 
-    store = _store(ctx)
-    chosen = [session] if session else store.sessions()
-    if session:
-        store.require_session(session)
-    with Index(store) as index:
-        for name in chosen:
-            if store.raw_path(name).exists():
-                index.update(name, derive.update(store, name).tiers.manifest)
-        start = _day_bound(since, "--since", end=False)
-        end = _day_bound(until, "--until", end=True)
-        if session:  # ranked as the context ranks it (speakers, days, neighbours)
-            hits = [hit for hit in index.recall(query, session) if hit.said_within(start, end)]
-        else:
-            hits = index.search(query, limit=limit * 3, since=start, until=end)
-    kept: list[Any] = []
-    used = 0
-    for hit in hits:
-        if len(kept) >= limit:
-            break
-        if used + hit.tokens > budget:
-            continue
-        kept.append(hit)
-        used += hit.tokens
+    kept, used = memory.recall(_store(ctx), query, session, budget, limit, since, until)
     if as_json:
         _emit_json({"query": query, "tokens": used, "hits": [h.as_dict() for h in kept]})
         return
@@ -667,6 +650,57 @@ def recall(
         why = hit.why or f"matched: {', '.join(hit.matched) or 'a stemmed word'}"
         click.echo(f"--- {hit.session} {hit.kind} {turns} (score {hit.score:.2f}; {why})")
         click.echo(hit.text)
+
+
+@main.command()
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False),
+    help="Write the server's log here (default: standard error).",
+)
+@click.pass_context
+@_errors_as_exit_codes
+def mcp(ctx: click.Context, log_file: str | None) -> None:
+    """Serve ccm's memory to an MCP client (Claude Code, Claude Desktop) over stdio.
+
+    Tools: context, recall, expand, memory_command, pin, unpin, focus, archive,
+    note, sessions, summary, graph_explain, get_context_health, trigger_compaction,
+    mark_critical, get_critical_context; resource ccm://session/{id}/manifest.
+    Register it with `ccm install claude-code`, or in an MCP client's settings
+    as the command `ccm mcp`.
+    """
+    from pathlib import Path
+
+    try:
+        from ccm.mcp import serve
+    except ImportError as exc:  # the SDK is a dependency; a broken install lacks it
+        from ccm.errors import CCMError
+
+        raise CCMError(f"the MCP SDK cannot be imported: {exc}", "pip install 'mcp>=2.3'") from exc
+    serve(_store(ctx), Path(log_file) if log_file else None)
+
+
+@main.command()
+@click.argument("event", metavar="EVENT")
+@click.pass_context
+def hook(ctx: click.Context, event: str) -> None:
+    """Answer a Claude Code hook: its JSON on standard input, what the model is given
+    on standard output.
+
+    EVENT: SessionStart (the session's critical items, working state and
+    manifest; on a new session, what earlier sessions in the project concluded),
+    UserPromptSubmit (runs the prompt's @commands; recalls for a question about
+    the past), PreCompact (what Claude Code's compaction must keep), Stop or
+    SessionEnd (ingest only). The transcript is ingested first. Never fails the
+    session: on any error it prints nothing, exits 0 and logs to .ccm/hook.log.
+    Installed by `ccm install claude-code`.
+    """
+    from ccm.hook import run
+
+    text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    output = run(ctx.find_root().ensure_object(dict).get("root"), event, text)
+    if output:
+        click.echo(output)
 
 
 @main.group()
@@ -826,24 +860,6 @@ def _print_scenarios(report: dict[str, Any]) -> None:
         for error in item["errors"]:
             click.echo(f"warning: {item['scenario']}: {error}", err=True)
     click.echo(f"{total['scenarios']} scenarios measured in {report['seconds']:.1f} s")
-
-
-def _day_bound(text: str | None, option: str, end: bool) -> str | None:
-    """A date or time as the ISO prefix the index compares with; a bare date covers
-    its whole day."""
-    if text is None:
-        return None
-    from datetime import datetime
-
-    try:
-        datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise click.BadParameter(
-            f"{text!r} is not a date such as 2026-03-02", param_hint=option
-        ) from exc
-    if len(text) == 10 and end:
-        return text + "T23:59:59.999Z"
-    return text
 
 
 def _short_ts(ts: str | None) -> str:
@@ -1023,10 +1039,11 @@ def consolidate(
     """
     from contextlib import ExitStack
 
+    from ccm.dates import bound as day_bound
     from ccm.sleep.consolidate import consolidate as run
 
     store = _store(ctx)
-    bound = _day_bound(since, "--since", end=False)
+    bound = day_bound(since, "--since", end=False)
     with ExitStack() as stack:
         bar: Any = None
 
@@ -1181,13 +1198,9 @@ def graph_explain(ctx: click.Context, node: str, as_json: bool) -> None:
 
     NODE is an id (ledger-sync/seg_1), an artifact path or its file name.
     """
-    from ccm.sleep.graph import explain
-    from ccm.sleep.network import load
+    from ccm.sleep.network import explained
 
-    network = load(_store(ctx))
-    found = explain(
-        network.find(node), network.nodes, network.edges, network.status, network.scores
-    )
+    found = explained(_store(ctx), node)
     if as_json:
         _emit_json(found)
         return

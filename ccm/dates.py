@@ -68,3 +68,24 @@ def window(text: str) -> tuple[str, str] | None:
 
 def _span(first: date, last: date) -> tuple[str, str]:
     return first.isoformat(), last.isoformat() + "T99"
+
+
+def bound(text: str | None, option: str, end: bool) -> str | None:
+    """A date or time given by a person (``--since``, ``until``...) as the ISO prefix the
+    index compares with; a bare date covers its whole day (to its last instant when it
+    is an `end`)."""
+    if text is None:
+        return None
+    from datetime import datetime
+
+    from ccm.errors import UsageError
+
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(
+            f"{option}: {text!r} is not a date", "pass one such as 2026-03-02 or 2026-03-02T10:00"
+        ) from exc
+    if len(text) == 10 and end:
+        return text + "T23:59:59.999Z"
+    return text

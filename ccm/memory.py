@@ -1,4 +1,5 @@
-"""Memory operations on a session: commands, marks, notes and undo, recorded as events.
+"""Memory operations on a session: commands, marks, notes and undo, recorded as events;
+and recall, the search every surface (CLI, MCP server, hooks) offers.
 
 Every operation appends to ``events.jsonl`` (who, when, what, result) and brings the
 derived tiers up to date; nothing is ever deleted, and ``undo`` is itself an event.
@@ -159,3 +160,43 @@ def raise_importance(
     )
     derive.update(store, session)
     return Outcome(True, f"{event['id']}: importance {delta:+g} for {', '.join(efforts)}", event)
+
+
+def recall(
+    store: Store,
+    query: str,
+    session: str | None = None,
+    budget: int = 2000,
+    limit: int = 20,
+    since: str | None = None,
+    until: str | None = None,
+) -> tuple[list[Any], int]:
+    """The best hits for `query` within `budget` tokens and `limit` hits, and the tokens
+    they take: in one session ranked as its context ranks them (speakers, days,
+    neighbours), else across every session. `since` and `until` are dates or times
+    (`ccm.dates.bound`). The index is brought up to date first."""
+    from ccm.dates import bound
+    from ccm.index import Index
+
+    start, end = bound(since, "--since", end=False), bound(until, "--until", end=True)
+    chosen = [session] if session else store.sessions()
+    if session:
+        store.require_session(session)
+    with Index(store) as index:
+        for name in chosen:
+            if store.raw_path(name).exists():
+                index.update(name, derive.update(store, name).tiers.manifest)
+        if session:
+            hits = [hit for hit in index.recall(query, session) if hit.said_within(start, end)]
+        else:
+            hits = index.search(query, limit=limit * 3, since=start, until=end)
+    kept: list[Any] = []
+    used = 0
+    for hit in hits:
+        if len(kept) >= limit:
+            break
+        if used + hit.tokens > budget:
+            continue
+        kept.append(hit)
+        used += hit.tokens
+    return kept, used

@@ -69,6 +69,15 @@ def _load(path: Path, key: str, schema: str) -> list[dict[str, Any]]:
     return items
 
 
+def explained(store: Store, name: str) -> dict[str, Any]:
+    """Why the conclusion `name` (an id, an artifact path or its file name) has its
+    confidence: its supporters, the challenges it met and its sessions (`graph.explain`)."""
+    from ccm.sleep.graph import explain
+
+    network = load(store)
+    return explain(network.find(name), network.nodes, network.edges, network.status, network.scores)
+
+
 def load(store: Store) -> Network:
     records = _load(store.root / NODES, "nodes", "network_nodes")
     edges = _load(store.root / EDGES, "edges", "network_edges")

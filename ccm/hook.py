@@ -1,0 +1,269 @@
+"""``ccm hook EVENT``: Claude Code's command hooks, so that the model receives ccm's memory.
+
+Claude Code runs ``ccm hook EVENT`` with the hook's JSON on standard input
+(``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``, and per event
+``source``, ``prompt``, ``trigger``) and reads what it prints:
+
+* ``SessionStart`` (startup, resume, clear, compact): the transcript is ingested, then the
+  critical items, the working state, the manifest and the active efforts of the session
+  are given to the model (after a compaction, the latest turns too); a new session in a
+  project with earlier sessions is given what those concluded.
+* ``UserPromptSubmit``: what the transcript gained is ingested; the ``@...`` memory
+  commands the prompt holds are run and the model is told what they did; a prompt that
+  asks about the past (the gate `ccm.context.classify` applies) gets the recalled
+  exchanges.
+* ``PreCompact``: ingested, and answered (plain text: Claude Code passes it to its
+  summarizer as instructions) with what its compaction must keep: the critical items word
+  for word, the working state and the open efforts.
+* ``Stop``, ``SessionEnd``: ingested.
+
+What the model is given goes out as ``hookSpecificOutput.additionalContext``, which
+Claude Code caps at 10,000 characters (`LIMIT_CHARS`). A hook must never break or slow
+the user's session: on any error it prints nothing, exits 0, and logs the error to
+``.ccm/hook.log`` under the knowledge root. The Claude Code session id is the ccm
+session id, as ``ccm ingest ~/.claude/projects`` gives it, so the two never diverge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from ccm.errors import CCMError, UsageError
+from ccm.store import Store, check_session_id, slug_session_id, utc_now
+
+log = logging.getLogger("ccm.hook")
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SessionEnd")
+LIMIT_CHARS = 10_000  # what Claude Code keeps of a hook's additionalContext
+START_TOKENS = 2000  # the memory a session starts (or resumes) with
+RECALL_TOKENS = 1500  # what a prompt about the past recalls
+PROJECT_CONCLUSIONS = 12  # of the earlier sessions of a project, at most
+LOG_NAME = "hook.log"
+HEADER = (
+    "[ccm memory: what this conversation and earlier ones established. The ccm MCP tools "
+    "recall, expand and memory_command give more.]"
+)
+
+
+@dataclass
+class Payload:
+    """What Claude Code sends a hook (the fields ccm reads)."""
+
+    event: str
+    session: str
+    transcript: Path | None
+    cwd: str | None
+    source: str
+    prompt: str
+
+    @classmethod
+    def parse(cls, event: str, text: str) -> Payload:
+        if event not in EVENTS:
+            raise UsageError(f"unknown hook event {event!r}", f"use one of {', '.join(EVENTS)}")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(
+                f"the hook input is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+                "Claude Code sends one JSON object on standard input",
+            ) from exc
+        if not isinstance(data, dict) or not isinstance(data.get("session_id"), str):
+            raise UsageError("the hook input has no session_id", "send Claude Code's hook JSON")
+        named = data.get("hook_event_name")
+        if isinstance(named, str) and named != event:
+            raise UsageError(
+                f"the hook input is for {named}, not {event}", f"run `ccm hook {named}`"
+            )
+        transcript = data.get("transcript_path")
+        return cls(
+            event=event,
+            session=_session_id(data["session_id"]),
+            transcript=Path(transcript).expanduser() if isinstance(transcript, str) else None,
+            cwd=data["cwd"] if isinstance(data.get("cwd"), str) else None,
+            source=str(data.get("source") or data.get("trigger") or ""),
+            prompt=str(data.get("prompt") or ""),
+        )
+
+
+def _session_id(value: str) -> str:
+    """The ccm session of a Claude Code session id (the same id, as its importer gives)."""
+    try:
+        return check_session_id(value)
+    except CCMError:
+        return slug_session_id(value)
+
+
+def answer(store: Store, event: str, text: str) -> str:
+    """What ``ccm hook EVENT`` prints for the hook input `text` ("" for nothing)."""
+    payload = Payload.parse(event, text)
+    _ingest(store, payload)
+    if payload.event == "SessionStart":
+        return _additional(payload.event, _started(store, payload))
+    if payload.event == "UserPromptSubmit":
+        return _additional(payload.event, _prompted(store, payload))
+    if payload.event == "PreCompact":
+        return _compaction(store, payload.session)
+    return ""
+
+
+def run(root: str | None, event: str, text: str) -> str:
+    """`answer`, never raising: an error is logged under the root and nothing printed."""
+    store: Store | None = None
+    try:
+        store = Store(root)
+        from ccm import tokens
+
+        tokens.set_method(store.config.tokens_method)
+        return answer(store, event, text)
+    except Exception as exc:  # a hook must never break the user's session
+        _log_error(store, event, exc)
+        return ""
+
+
+def _log_error(store: Store | None, event: str, exc: BaseException) -> None:
+    line = {
+        "ts": utc_now(),
+        "event": event,
+        "error": str(exc),
+        "type": type(exc).__name__,
+    }
+    if not isinstance(exc, CCMError):
+        line["traceback"] = "".join(traceback.format_exception(exc))
+    try:
+        if store is None:
+            raise OSError("no knowledge root")
+        store.cache.mkdir(parents=True, exist_ok=True)
+        with open(store.cache / LOG_NAME, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except Exception:  # nowhere to write it: say it where Claude Code's debug log shows it
+        log.error("ccm hook %s: %s", event, exc)
+
+
+def _ingest(store: Store, payload: Payload) -> None:
+    """Bring the session up to date with its transcript (what is already there is
+    skipped: ingest is idempotent); a transcript not written yet is no error."""
+    from ccm.ingest.pipeline import ingest
+
+    if payload.transcript is None or not payload.transcript.is_file():
+        return
+    report = ingest(store, [str(payload.transcript)], "claude-code", derive=True)
+    if report.errors:
+        raise CCMError("; ".join(report.errors))
+
+
+def _has(store: Store, session: str) -> bool:
+    return store.raw_path(session).is_file()
+
+
+def _started(store: Store, payload: Payload) -> str:
+    parts = []
+    if _has(store, payload.session):
+        tail = payload.source == "compact"  # the conversation itself was just summarized
+        parts.append(_blocks(store, payload.session, START_TOKENS, None, tail))
+    if payload.source in ("startup", "clear", "") and payload.cwd:
+        parts.append(_project(store, payload.session, payload.cwd))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _prompted(store: Store, payload: Payload) -> str:
+    from ccm import memory
+    from ccm.context import classify
+    from ccm.engine.commands import parse
+
+    if not payload.prompt.strip() or not _has(store, payload.session):
+        return ""
+    parts = []
+    if parse(payload.prompt):
+        outcomes = memory.apply(store, payload.session, payload.prompt, who="user")
+        lines = [f"- {o.message}" if o.ok else f"- not done: {o.message}" for o in outcomes]
+        parts.append("## Memory commands ccm ran\n" + "\n".join(lines))
+    kind, _ = classify(payload.prompt)
+    if kind == "recall":
+        recalled = _blocks(store, payload.session, RECALL_TOKENS, payload.prompt, only="recall")
+        if recalled:
+            parts.append(recalled)
+    return "\n\n".join(parts)
+
+
+def _blocks(
+    store: Store,
+    session: str,
+    budget: int,
+    query: str | None,
+    tail: bool = False,
+    only: str | None = None,
+) -> str:
+    """The context's blocks for `session` (all but the latest turns, which Claude Code
+    holds itself, unless `tail`; or `only` the one named)."""
+    from ccm.context import assemble
+
+    assembled = assemble(store, session, budget, query)
+    chosen = [
+        b for b in assembled.blocks if (b.name == only if only else (tail or b.name != "tail"))
+    ]
+    return "\n\n".join(t for t in (b.text() for b in chosen) if t)
+
+
+def _project(store: Store, session: str, cwd: str) -> str:
+    """What the earlier sessions in the folder `cwd` concluded (newest first), for a
+    session that starts there."""
+    earlier = []
+    for name in store.sessions():
+        if name == session or "~agent-" in name:
+            continue
+        raw = store.raw_path(name)
+        try:
+            with open(raw, "rb") as handle:
+                first = json.loads(handle.readline() or b"{}")
+        except (OSError, ValueError):
+            continue
+        if (first.get("meta") or {}).get("cwd") == cwd:
+            earlier.append((raw.stat().st_mtime, name))
+    lines: list[str] = []
+    for _, name in sorted(earlier, reverse=True):
+        try:
+            manifest = store.read_derived(name, "manifest.yaml", "manifest")
+        except CCMError:
+            continue
+        for segment in reversed((manifest or {}).get("segments") or []):
+            conclusion = segment.get("conclusion") or {}
+            if segment.get("status") != "concluded" or conclusion.get("superseded_by"):
+                continue
+            lines.append(f"- {' '.join(str(conclusion['text']).split())} ({name}, {segment['id']})")
+            if len(lines) >= PROJECT_CONCLUSIONS:
+                break
+        if len(lines) >= PROJECT_CONCLUSIONS:
+            break
+    if not lines:
+        return ""
+    return "## Concluded in earlier sessions here\n" + "\n".join(lines)
+
+
+def _additional(event: str, text: str) -> str:
+    """The JSON Claude Code reads a hook's context from, or "" when there is none."""
+    if not text.strip():
+        return ""
+    body = f"{HEADER}\n\n{text}"
+    if len(body) > LIMIT_CHARS:  # what Claude Code would cut, cut here at a line
+        cut = body.rfind("\n", 0, LIMIT_CHARS - 2)
+        body = body[: cut if cut > 0 else LIMIT_CHARS - 2] + "\n\u2026"
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": body}}
+    return json.dumps(output, ensure_ascii=False)
+
+
+def _compaction(store: Store, session: str) -> str:
+    """Instructions for Claude Code's own compaction: keep what ccm knows matters."""
+    if not _has(store, session):
+        return ""
+    kept = _blocks(store, session, START_TOKENS, None)
+    if not kept:
+        return ""
+    return (
+        "When you summarize this conversation, keep the critical items below word for "
+        "word, keep the current task, the next step and any blockers of the working state, "
+        "and say which efforts are still open.\n\n" + kept
+    )[:LIMIT_CHARS]
