@@ -703,6 +703,16 @@ def hook(ctx: click.Context, event: str) -> None:
         click.echo(output)
 
 
+def _add_install() -> None:
+    from ccm.install import install, uninstall  # light: json, shlex and click
+
+    main.add_command(install)
+    main.add_command(uninstall)
+
+
+_add_install()
+
+
 @main.group()
 def bench() -> None:
     """Measure memory quality on public benchmarks."""

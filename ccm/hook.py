@@ -31,9 +31,12 @@ import logging
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ccm.errors import CCMError, UsageError
-from ccm.store import Store, check_session_id, slug_session_id, utc_now
+
+if TYPE_CHECKING:  # the store is imported when a hook runs: `ccm install` reads EVENTS
+    from ccm.store import Store
 
 log = logging.getLogger("ccm.hook")
 
@@ -91,6 +94,8 @@ class Payload:
 
 def _session_id(value: str) -> str:
     """The ccm session of a Claude Code session id (the same id, as its importer gives)."""
+    from ccm.store import check_session_id, slug_session_id
+
     try:
         return check_session_id(value)
     except CCMError:
@@ -112,6 +117,8 @@ def answer(store: Store, event: str, text: str) -> str:
 
 def run(root: str | None, event: str, text: str) -> str:
     """`answer`, never raising: an error is logged under the root and nothing printed."""
+    from ccm.store import Store
+
     store: Store | None = None
     try:
         store = Store(root)
@@ -125,6 +132,8 @@ def run(root: str | None, event: str, text: str) -> str:
 
 
 def _log_error(store: Store | None, event: str, exc: BaseException) -> None:
+    from ccm.store import utc_now
+
     line = {
         "ts": utc_now(),
         "event": event,
