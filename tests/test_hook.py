@@ -266,3 +266,71 @@ def test_context_is_cut_at_a_line_to_what_claude_code_keeps() -> None:
     assert len(text) <= LIMIT_CHARS and text.endswith("\n\u2026")
     assert text.splitlines()[-2].startswith("- rule ")  # whole lines only
     assert _additional("SessionStart", "  \n") == ""
+
+
+def _stored(root: Path, session: str) -> list[tuple[str, str, str | None]]:
+    """The turns of `session`, a message read in two parts (its second part stored as a
+    turn that continues the first, as `ccm ingest` of a growing file stores it) as one."""
+    turns, _, _ = Store(root).read_turns(session)
+    merged: list[tuple[str, str, str | None]] = []
+    for t in turns:
+        continues = (t.get("meta") or {}).get("continues")
+        if continues and merged and merged[-1][2] == continues:
+            role, content, turn_id = merged[-1]
+            merged[-1] = (role, f"{content}\n{t['content']}", turn_id)
+        else:
+            merged.append((t["role"], t["content"], t.get("id")))
+    return merged
+
+
+@pytest.mark.parametrize("step", [1, 4, 9])
+def test_hooks_as_the_transcript_grows_store_what_one_import_of_it_stores(
+    tmp_path: Path, step: int
+) -> None:
+    """A hook reads the transcript again only from where nothing was pending; cut
+    anywhere (inside an exchange, between a tool's call and its result, between the
+    records of one assistant message), what is stored is what a whole import stores,
+    word for word and in order."""
+    lines = (FIXTURES / f"{REAL}.jsonl").read_bytes().splitlines(keepends=True)
+    growing = tmp_path / f"{REAL}.jsonl"
+    root = tmp_path / "root"
+    for end in range(step, len(lines) + step, step):
+        growing.write_bytes(b"".join(lines[:end]))
+        result = hook(root, "Stop", payload("Stop", REAL, growing))
+        assert result.exit_code == 0 and result.output == ""
+    assert not (root / ".ccm" / "hook.log").exists()
+
+    whole = tmp_path / "whole"
+    assert CliRunner().invoke(main, ["--root", str(whole), "ingest", str(growing)]).exit_code == 0
+    assert _stored(root, REAL) == _stored(whole, REAL)
+    cursor = json.loads((root / ".ccm" / "hooks" / f"{REAL}.json").read_text("utf-8"))
+    assert cursor["size"] == growing.stat().st_size and 0 < cursor["resume"] < cursor["size"]
+
+
+def test_only_the_new_part_is_read_and_a_replaced_transcript_is_read_whole(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    transcript = Transcript(tmp_path / f"{NEW}.jsonl", NEW)
+    for role, text in LEDGER[:4]:
+        transcript.add(role, text)
+    assert hook(root, "Stop", payload("Stop", NEW, transcript.path)).output == ""
+    # a line before the last exchange goes bad in place: it is not read again
+    data = transcript.path.read_bytes()
+    first_end = data.index(b"\n")
+    transcript.path.write_bytes(b"x" * first_end + data[first_end:])
+    for role, text in LEDGER[4:]:
+        transcript.add(role, text)
+    assert hook(root, "Stop", payload("Stop", NEW, transcript.path)).output == ""
+    assert len(_stored(root, NEW)) == 6
+    assert not Store(root).quarantine_path(NEW).exists()
+
+    # replaced by a new file (another inode): read whole, its bad first line reported
+    # where it is in the file, and nothing stored twice
+    replaced = tmp_path / "replaced.jsonl"
+    replaced.write_bytes(transcript.path.read_bytes())
+    replaced.replace(transcript.path)
+    assert hook(root, "Stop", payload("Stop", NEW, transcript.path)).output == ""
+    assert len(_stored(root, NEW)) == 6
+    quarantined = Store(root).quarantine_path(NEW).read_text("utf-8")
+    assert json.loads(quarantined.splitlines()[0])["line"] == 1

@@ -24,7 +24,7 @@ from ccm import schemas
 from ccm.errors import CCMError, FormatError, UsageError
 from ccm.ingest.jsonl import default_session
 from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
-from ccm.store import BadLine, LockedLog, Store, check_session_id, slug_session_id, utc_now
+from ccm.store import BadLine, Store, check_session_id, slug_session_id, utc_now
 
 FORMATS = ("jsonl", "claude-code", "chatgpt", "anthropic", "locomo")
 FORMAT_HINT = "pass --format jsonl, claude-code, chatgpt, anthropic or locomo"
@@ -263,10 +263,10 @@ class _Known:
     contents: Counter[bytes] = field(default_factory=Counter)
 
 
-def _known(raw: LockedLog, want_contents: bool) -> _Known:
+def _known_lines(entries: Iterable[dict[str, Any] | None], want_contents: bool) -> _Known:
+    """What the stored `entries` (None: a bad line) say of the turns they hold."""
     known = _Known()
-    for line in raw.lines():
-        entry = line.record
+    for entry in entries:
         if entry is None:
             continue
         known.last_turn = max(known.last_turn, entry["turn"])
@@ -346,15 +346,23 @@ def _entry(turn: SourceTurn, number: int, source: str, now: str) -> dict[str, An
     return entry
 
 
-def append_session(store: Store, session: SourceSession, now: str) -> SessionResult:
-    """Append the new turns of `session`; returns what was added."""
+def append_session(
+    store: Store, session: SourceSession, now: str, recent: int | None = None
+) -> SessionResult:
+    """Append the new turns of `session`; returns what was added. With `recent`, its
+    turns can only be among the last `recent` of the stored session (see
+    `ingest_data`)."""
     session_id = check_session_id(session.session_id)
     result = SessionResult(session_id, session.source)
     if not session.turns:
         return result
     validate = schemas.validator("raw_entry")
     with store.lock_raw(session_id) as raw:
-        known = _known(raw, want_contents=any(t.id is None for t in session.turns))
+        anonymous = any(t.id is None for t in session.turns)
+        if recent is not None and not anonymous:
+            known = _known_lines(store.tail_turns(session_id, recent), False)
+        else:
+            known = _known_lines((line.record for line in raw.lines()), anonymous)
         fresh, result.duplicates = _new_turns(session, known)
         entries = []
         number = known.last_turn
@@ -425,44 +433,99 @@ def ingest(
     report = IngestReport(inputs=len(inputs))
     for item in inputs:
         data = _read(item)
-        try:
-            kind = fmt if fmt != "auto" else detect_format(data, item.name)
-            if kind is None:
-                report.skipped["empty_input"] += 1
-                continue
-            parsed = importer(kind)(data, item.name, options)
-        except FormatError as exc:
-            report.errors.append(str(exc))
-            continue
-        for found in parsed.sessions:
-            result = append_session(store, found, now)
-            if result.session in report.sessions:
-                previous = report.sessions[result.session]
-                previous.added += result.added
-                previous.duplicates += result.duplicates
-                previous.first_turn = previous.first_turn or result.first_turn
-                previous.last_turn = result.last_turn or previous.last_turn
-            else:
-                report.sessions[result.session] = result
-        report.skipped.update(parsed.skipped)
-        if parsed.rejected:
-            _quarantine(store, parsed.rejected, session or default_session(item.name, "stdin"))
-            report.rejected.extend(parsed.rejected)
+        _ingest_input(store, report, data, item.name, fmt, options, now)
         if progress is not None:
             progress(item.size or len(data))
     if derive:
-        from ccm import derive as derive_tiers
-        from ccm.index import Index
-
-        index = Index(store)
-
-        for result in report.sessions.values():
-            folder = store.session_dir(result.session)
-            if not (folder / "raw.jsonl").exists():
-                continue  # nothing was ever imported into it
-            if result.added or not (folder / "manifest.yaml").exists():
-                derived = derive_tiers.update(store, result.session)
-                index.update(result.session, derived.tiers.manifest)
-                report.derived.append(result.session)
-        index.close()
+        _derive(store, report)
     return report
+
+
+def ingest_data(
+    store: Store,
+    data: bytes,
+    name: str,
+    fmt: str,
+    session: str | None = None,
+    recent: int | None = None,
+    start: tuple[int, int] = (0, 0),
+) -> IngestReport:
+    """`ingest` of one input already read (`name` says where from), with the tiers of
+    the sessions that gained turns brought up to date. `start`: the line and byte
+    offset in the input that `data` begins at, for the reports of bad lines.
+
+    With `recent`, `data` is known to be the end of an input the store already holds
+    all but the end of (a transcript read again from where its last exchange began):
+    a turn of it can only be among the last `recent` turns of its session, so only
+    those are read to tell which turns are new, not the whole session. Turns without a
+    source id are told apart by counting them over the whole session, so with any of
+    those every turn is read anyway."""
+    config = store.config
+    options = ParseOptions(
+        session=session,
+        include_thinking=config.include_thinking,
+        max_line_bytes=config.max_line_bytes,
+    )
+    store.chats.mkdir(parents=True, exist_ok=True)
+    report = IngestReport(inputs=1)
+    _ingest_input(store, report, data, name, fmt, options, utc_now(), recent, start)
+    _derive(store, report)
+    return report
+
+
+def _ingest_input(
+    store: Store,
+    report: IngestReport,
+    data: bytes,
+    name: str,
+    fmt: str,
+    options: ParseOptions,
+    now: str,
+    recent: int | None = None,
+    start: tuple[int, int] = (0, 0),
+) -> None:
+    """Parse one input and append its new turns, adding what happened to `report`."""
+    try:
+        kind = fmt if fmt != "auto" else detect_format(data, name)
+        if kind is None:
+            report.skipped["empty_input"] += 1
+            return
+        parsed = importer(kind)(data, name, options)
+    except FormatError as exc:
+        report.errors.append(str(exc))
+        return
+    for found in parsed.sessions:
+        result = append_session(store, found, now, recent)
+        if result.session in report.sessions:
+            previous = report.sessions[result.session]
+            previous.added += result.added
+            previous.duplicates += result.duplicates
+            previous.first_turn = previous.first_turn or result.first_turn
+            previous.last_turn = result.last_turn or previous.last_turn
+        else:
+            report.sessions[result.session] = result
+    report.skipped.update(parsed.skipped)
+    for bad in parsed.rejected:  # where in the whole input
+        bad.line = None if bad.line is None else bad.line + start[0]
+        bad.offset = None if bad.offset is None else bad.offset + start[1]
+    if parsed.rejected:
+        _quarantine(store, parsed.rejected, options.session or default_session(name, "stdin"))
+        report.rejected.extend(parsed.rejected)
+
+
+def _derive(store: Store, report: IngestReport) -> None:
+    """Bring the tiers (manifest, open, working) and the index of every session that
+    gained turns up to date, incrementally."""
+    from ccm import derive as derive_tiers
+    from ccm.index import Index
+
+    index = Index(store)
+    for result in report.sessions.values():
+        folder = store.session_dir(result.session)
+        if not (folder / "raw.jsonl").exists():
+            continue  # nothing was ever imported into it
+        if result.added or not (folder / "manifest.yaml").exists():
+            derived = derive_tiers.update(store, result.session)
+            index.update(result.session, derived.tiers.manifest)
+            report.derived.append(result.session)
+    index.close()
