@@ -48,7 +48,8 @@ def _store(ctx: click.Context) -> Store:
     """The store for ``--root`` (or CCM_HOME, or ~/.knowledge), built on first use."""
     from ccm import tokens
     from ccm.errors import UsageError
-    from ccm.store import Store, resolve_root
+    from ccm.paths import resolve_root
+    from ccm.store import Store
 
     obj = ctx.find_root().ensure_object(dict)
     if "store" not in obj:

@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import queue
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -46,6 +47,7 @@ from typing import Any
 from ccm import derive
 from ccm.errors import CCMError
 from ccm.index import Index
+from ccm.paths import socket_path
 from ccm.store import EVENTS, RAW, Store, atomic_write, is_temp_file, utc_now
 
 log = logging.getLogger("ccm.watch")
@@ -55,6 +57,9 @@ INDEX_IDLE_SECONDS = 0.01  # the index is brought up to date once appends pause 
 INDEX_LAG_SECONDS = 1.0  # or at the latest this long after it fell behind
 SAVE_EVERY_SECONDS = 30.0
 MAX_ENGINES = 64
+WAKE = ""  # put in the queue of changed sessions when a request waits
+REQUEST_BYTES = 16 * 1024 * 1024  # a hook's input (its prompt) is far smaller
+RUN_SECONDS = 60.0  # how long a connection waits for a request that started
 LOCK_NAME = "daemon.lock"
 STATUS_NAME = "daemon.json"
 
@@ -187,6 +192,26 @@ def event_kinds() -> list[Any]:
     ]
 
 
+class Request:
+    """What a hook asked over the socket, and its answer. Run once at most: whichever
+    of the daemon (taking it up) and the connection (giving up at its deadline)
+    `claim`s it first decides."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.started = threading.Event()
+        self.done = threading.Event()
+        self.answer: dict[str, Any] | None = None
+        self._claimed = threading.Lock()
+
+    def claim(self) -> bool:
+        return self._claimed.acquire(blocking=False)
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
 class Daemon:
     """Watches a root and keeps its sessions current; `run` until `stop`."""
 
@@ -215,15 +240,19 @@ class Daemon:
         self.index_due: dict[str, dict[str, Any]] = {}
         self.index_since = 0.0
         self.index_later = False  # set while following changes, never for a catch-up
+        # what hooks ask over the socket, answered between batches (`answer_requests`)
+        self.requests: queue.Queue[Request] = queue.Queue()
+        self.listener: socket.socket | None = None
+        self.answered = 0
 
     # -- one session -----------------------------------------------------------
-    def update(self, session: str) -> bool:
-        """Bring one session up to date; False when it is gone (its state is dropped)."""
+    def update(self, session: str) -> derive.Derived | None:
+        """Bring one session up to date; None when it is gone (its state is dropped)."""
         store = self.store
         try:
             folder = store.session_dir(session)
         except CCMError:
-            return False  # not a valid session id: some other folder
+            return None  # not a valid session id: some other folder
         if not (folder / RAW).exists():
             if session in self.engines or session in self.offsets:
                 log.info("%s: session removed", session)
@@ -233,7 +262,7 @@ class Daemon:
                 self.index_due.pop(session, None)
                 if not folder.exists():
                     self.index.drop(session)
-            return False
+            return None
         engine = self.engines.get(session)
         if engine is None:
             engine = derive.Engine(store, session)
@@ -263,7 +292,7 @@ class Daemon:
             dropped.write_later(durable=False)
             self._save(old)
             self.engines.pop(old)
-        return True
+        return derived
 
     def _save(self, session: str) -> None:
         engine = self.engines.get(session)
@@ -296,7 +325,7 @@ class Daemon:
         """`update` (or `work` for that session), logging a failure instead of stopping
         the daemon."""
         try:
-            return work() if work is not None else self.update(session)
+            return work() if work is not None else self.update(session) is not None
         except CCMError as exc:
             self.last_error = f"{session}: {exc}"
             log.error("%s: %s", session, exc)
@@ -356,6 +385,8 @@ class Daemon:
         """Catch up, then (with `follow`) follow changes until `stop` (SIGTERM/SIGINT via
         the CLI); caches are saved and the status written on the way out."""
         observer = self._observer() if follow else None
+        if follow:
+            self._listen()
         try:
             from ccm import tokens
 
@@ -369,8 +400,12 @@ class Daemon:
             last_save = time.monotonic()
             self.index_later = True
             for batch in self.batches_from_queue():
+                woken = WAKE in batch
+                batch.discard(WAKE)
                 for session in sorted(batch):
                     self._guarded(session)
+                if woken or not self.requests.empty():
+                    self.answer_requests()
                 if batch:
                     self.batches += 1
                     self.last_batch = utc_now()
@@ -382,6 +417,7 @@ class Daemon:
                     self.save_all()
                     last_save = time.monotonic()
         finally:
+            self._close_listener()
             if observer is not None:
                 observer.stop()
                 observer.join(timeout=5)
@@ -424,6 +460,103 @@ class Daemon:
         observer.start()
         return observer
 
+    # -- requests ----------------------------------------------------------------
+    def _listen(self) -> None:
+        """Answer on the root's Unix socket (`ccm.paths.socket_path`): a hook asks here
+        first, and the daemon, with every engine in memory and the tokenizer loaded,
+        answers in a fraction of the time a process of its own would take. The daemon
+        holds the root's lock, so a socket file left there is stale."""
+        path = socket_path(self.store.root)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(path))
+            os.chmod(path, 0o600)  # the root's owner only
+            listener.listen(16)
+            listener.settimeout(0.5)
+        except OSError as exc:  # hooks then work in their own process
+            log.warning("cannot listen on %s: %s", path, exc)
+            return
+        self.listener = listener
+        threading.Thread(target=self._accept, name="ccm-socket", daemon=True).start()
+
+    def _close_listener(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            listener.close()
+            with contextlib.suppress(OSError):
+                socket_path(self.store.root).unlink()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set() and self.listener is not None:
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._converse, args=(connection,), daemon=True).start()
+
+    def _converse(self, connection: socket.socket) -> None:
+        """One request: a JSON line in; ``{"state": "running"}`` once the daemon takes it
+        up, then the answer, each a JSON line. A request not taken up by its deadline is
+        answered "expired" and never run: the asker then works on its own."""
+        with connection:
+            try:
+                connection.settimeout(5.0)
+                body = json.loads(connection.makefile("rb").readline(REQUEST_BYTES))
+                if not isinstance(body, dict):
+                    raise ValueError("a request is a JSON object")
+                request = Request(body)
+                self.requests.put(request)
+                self.pending.put(WAKE)
+                wait = float(body.get("deadline", 0)) - time.time()
+                if not request.started.wait(max(0.0, wait)) and request.claim():
+                    connection.sendall(_line({"ok": False, "error": "expired"}))
+                    return
+                connection.sendall(_line({"state": "running"}))
+                request.done.wait(RUN_SECONDS)
+                connection.sendall(_line(request.answer or {"ok": False, "error": "no answer"}))
+            except (OSError, ValueError) as exc:
+                log.debug("request: %s", exc)
+
+    def answer_requests(self) -> None:
+        """Answer what hooks asked, here in the thread that owns the engines and the
+        index: `ccm.derive.update` then uses the daemon's engines."""
+        from ccm import hook
+
+        while True:
+            try:
+                request = self.requests.get_nowait()
+            except queue.Empty:
+                return
+            if not request.claim():
+                continue  # expired
+            request.started.set()
+            derive.keeper = self._kept
+            try:
+                if request.body.get("op") != "hook":
+                    raise ValueError(f"unknown request {request.body.get('op')!r}")
+                output = hook.respond(
+                    self.store, str(request.body.get("event")), str(request.body.get("input"))
+                )
+                request.answer = {"ok": True, "output": output}
+                self.answered += 1
+                self._status()
+            except Exception as exc:  # an answer that failed must not stop the daemon
+                log.error("request failed: %s", exc)
+                request.answer = {"ok": False, "error": str(exc)}
+            finally:
+                derive.keeper = None
+                request.done.set()
+
+    def _kept(self, store: Store, session: str) -> derive.Derived:
+        """`ccm.derive.update` with the daemon's own engine for `session`."""
+        derived = self.update(session) if store is self.store else None
+        return derived or derive.Engine(store, session).update()
+
     # -- status ----------------------------------------------------------------
     def _status(self, stopped: bool = False) -> None:
         status = {
@@ -436,6 +569,7 @@ class Daemon:
             "last_batch": self.last_batch,
             "last_error": self.last_error,
             "offsets": dict(sorted(self.offsets.items())),
+            "answered": self.answered,  # hooks answered over the socket
             # sessions whose manifest.yaml and index wait for the appends to pause
             "waiting": sorted(self.index_due),
         }

@@ -13,6 +13,7 @@ import logging
 import marshal
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,8 +253,15 @@ class Engine:
             _save_cache(self.store, self.session, params, self.state, self.cursor)
 
 
+# a long-lived process that keeps engines in memory (the daemon, while it answers a
+# hook) puts here what brings a session up to date with them: every `update` then uses it
+keeper: Callable[[Store, str], Derived] | None = None
+
+
 def update(store: Store, session: str, rebuild: bool = False) -> Derived:
     """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""
+    if keeper is not None and not rebuild:
+        return keeper(store, session)
     return Engine(store, session).update(rebuild=rebuild)
 
 

@@ -48,6 +48,8 @@ PROJECT_CONCLUSIONS = 12  # of the earlier sessions of a project, at most
 UNBOUNDED = 10**9  # a budget nothing exceeds
 KEPT = ("critical", "state")  # what the model is given when nothing else fits
 LOG_NAME = "hook.log"
+DAEMON_WAIT = 2.0  # seconds a daemon has to take a hook's request up
+RUN_WAIT = 7.0  # and then to answer it (Claude Code gives a prompt's hook 10 s)
 CURSORS = "hooks"  # under .ccm/: where each session's transcript was read to
 HEADER = (
     "[ccm memory: what this conversation and earlier ones established. The ccm MCP tools "
@@ -119,14 +121,28 @@ def answer(store: Store, event: str, text: str) -> str:
 
 
 def run(root: str | None, event: str, text: str) -> str:
-    """`answer`, never raising: an error is logged under the root and nothing printed."""
-    from ccm.store import Store
+    """`answer`, from the root's daemon when one runs (`ask_daemon`), else in this
+    process; never raising: an error is logged under the root and nothing printed."""
+    from ccm.paths import resolve_root
 
-    store: Store | None = None
+    asked = ask_daemon(resolve_root(root), event, text)
+    if asked is not None:
+        return asked
     try:
-        store = Store(root)
-        from ccm import tokens
+        from ccm.store import Store
 
+        store = Store(root)
+    except Exception as exc:  # a hook must never break the user's session
+        _log_error(None, event, exc)
+        return ""
+    return respond(store, event, text)
+
+
+def respond(store: Store, event: str, text: str) -> str:
+    """`answer`, with an error logged under the root instead of raised."""
+    from ccm import tokens
+
+    try:
         tokens.set_method(store.config.tokens_method)
         return answer(store, event, text)
     except Exception as exc:  # a hook must never break the user's session
@@ -134,7 +150,39 @@ def run(root: str | None, event: str, text: str) -> str:
         return ""
 
 
+def ask_daemon(root: Path, event: str, text: str, wait: float = DAEMON_WAIT) -> str | None:
+    """What the daemon of `root` (``ccm watch``) answers, or None when none answers in
+    `wait` seconds: it holds every engine in memory and the tokenizer loaded, where a
+    process of its own would load them first. A request the daemon has not taken up by
+    then is never run by it, so the hook then answers in its own process, once."""
+    import socket
+    import time
+
+    from ccm.paths import socket_path
+
+    path = socket_path(root)
+    if not path.exists():
+        return None
+    request = {"op": "hook", "event": event, "input": text, "deadline": time.time() + wait}
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(wait + 1.0)
+            connection.connect(str(path))
+            connection.sendall(json.dumps(request).encode("utf-8") + b"\n")
+            reader = connection.makefile("rb")
+            reply = json.loads(reader.readline())
+            if reply.get("state") == "running":  # taken up: it answers, however long
+                connection.settimeout(RUN_WAIT)
+                reply = json.loads(reader.readline())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(reply, dict) or not reply.get("ok"):
+        return None
+    return str(reply.get("output") or "")
+
+
 def _log_error(store: Store | None, event: str, exc: BaseException) -> None:
+    """One JSON line in ``.ccm/hook.log``; where it cannot be written, standard error."""
     from ccm.store import utc_now
 
     line = {

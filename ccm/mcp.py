@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +37,7 @@ log = logging.getLogger("ccm.mcp")
 MIN_BUDGET = 50  # tokens: what `ccm context --budget` accepts at least
 EXPAND_TOKENS = 4000  # what `expand` shows of a segment at most, unless asked for more
 CUT_NOTE_TOKENS = 20  # room for the note that says a turn was cut
+KEPT_ENGINES = 16  # sessions whose engines the server keeps in memory
 _TURN = re.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
 
 INSTRUCTIONS = """\
@@ -346,6 +348,22 @@ def _turns_text(store: Store, session: str, first: int, last: int, budget: int) 
     return answer
 
 
+class _Engines:
+    """`ccm.derive.update` with an engine per session kept in memory (the most recently
+    used `KEPT_ENGINES`): a call folds only what was appended since the last one."""
+
+    def __init__(self) -> None:
+        self.engines: OrderedDict[tuple[Path, str], derive.Engine] = OrderedDict()
+
+    def __call__(self, store: Store, session: str) -> derive.Derived:
+        key = (store.root, session)
+        engine = self.engines.pop(key, None) or derive.Engine(store, session)
+        self.engines[key] = engine
+        while len(self.engines) > KEPT_ENGINES:
+            self.engines.popitem(last=False)
+        return engine.update(durable=False)
+
+
 def serve(store: Store, log_file: Path | None = None) -> None:
     """Run the server on stdin and stdout until the client closes them."""
     if log_file is not None:  # in place of standard error
@@ -354,5 +372,6 @@ def serve(store: Store, log_file: Path | None = None) -> None:
         logging.getLogger().handlers[:] = [handler]
     log.setLevel(logging.INFO)  # its start and the errors it answered with, at least
     tokens.set_method(store.config.tokens_method)
+    derive.keeper = _Engines()  # a server lives long: its sessions' engines stay in memory
     log.info("serving %s", store.root)
     build(store).run("stdio")

@@ -48,11 +48,10 @@ from ccm import schemas
 from ccm.config import Config
 from ccm.config import load as load_config
 from ccm.errors import InvalidSessionId, SchemaError, UnknownSession
+from ccm.paths import resolve_root
 
 log = logging.getLogger(__name__)
 
-ENV_HOME = "CCM_HOME"
-DEFAULT_ROOT = "~/.knowledge"
 TEMP_MARK = ".ccm-tmp"
 MAX_SESSION_ID = 128
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~+@=-]*")
@@ -65,17 +64,6 @@ QUARANTINE = "quarantine.jsonl"
 
 # ---------------------------------------------------------------------------
 # names and places
-
-
-def resolve_root(root: str | os.PathLike[str] | None = None) -> Path:
-    """The knowledge root: `root` if given, else ``$CCM_HOME``, else ``~/.knowledge``."""
-    if root is not None and str(root) != "":
-        chosen = Path(root)
-    elif os.environ.get(ENV_HOME):
-        chosen = Path(os.environ[ENV_HOME])
-    else:
-        chosen = Path(DEFAULT_ROOT)
-    return chosen.expanduser().absolute()
 
 
 def check_session_id(session_id: str) -> str:

@@ -334,3 +334,91 @@ def test_only_the_new_part_is_read_and_a_replaced_transcript_is_read_whole(
     assert len(_stored(root, NEW)) == 6
     quarantined = Store(root).quarantine_path(NEW).read_text("utf-8")
     assert json.loads(quarantined.splitlines()[0])["line"] == 1
+
+
+# -- answered by the daemon ------------------------------------------------------------
+
+
+def _ledger_root(tmp_path: Path, name: str) -> tuple[Path, Transcript]:
+    root = tmp_path / name
+    root.mkdir()
+    (root / "config.yaml").write_text("ingest: {fsync: false}\n")
+    transcript = Transcript(tmp_path / f"{name}-{NEW}.jsonl", NEW)
+    for role, text in LEDGER:
+        transcript.add(role, text)
+    assert hook(root, "Stop", payload("Stop", NEW, transcript.path)).output == ""
+    return root, transcript
+
+
+def test_a_running_daemon_answers_as_the_hook_itself_would(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from ccm import daemon as ccm_daemon
+    from ccm.paths import socket_path
+
+    alone, alone_transcript = _ledger_root(tmp_path, "alone")
+    served, served_transcript = _ledger_root(tmp_path, "served")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ccm", "--root", str(served), "watch"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not socket_path(served).exists() or ccm_daemon.running(Store(served)) is None:
+            assert time.monotonic() < deadline, "the daemon did not start listening"
+            time.sleep(0.05)
+        prompt = "@pin(seg_1) what did we decide about storage earlier?"
+        answers = [
+            context_of(
+                hook(
+                    root, "UserPromptSubmit", payload("UserPromptSubmit", NEW, path, prompt=prompt)
+                ),
+                "UserPromptSubmit",
+            )
+            for root, path in ((alone, alone_transcript.path), (served, served_transcript.path))
+        ]
+        status = json.loads((served / ".ccm" / "daemon.json").read_text("utf-8"))
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert answers[0] == answers[1] and "SQLite" in answers[1]
+    assert status["answered"] == 1  # the daemon answered it, not the hook's own process
+    events, _, _ = Store(served).read_events(NEW)
+    assert [e["kind"] for e in events] == ["pin"]  # run once
+    assert not socket_path(served).exists()  # taken down on the way out
+
+
+def test_a_request_the_daemon_does_not_take_up_in_time_is_never_run(tmp_path: Path) -> None:
+    from ccm.daemon import Daemon
+    from ccm.hook import ask_daemon
+    from ccm.paths import socket_path
+
+    root, transcript = _ledger_root(tmp_path, "root")
+    daemon = Daemon(Store(root))  # listening, but its loop busy elsewhere
+    daemon._listen()
+    try:
+        text = payload("UserPromptSubmit", NEW, transcript.path, prompt="@pin(seg_1)")
+        assert ask_daemon(root, "UserPromptSubmit", text, wait=0.2) is None
+        daemon.answer_requests()  # the loop comes round: the request expired
+        assert daemon.answered == 0
+        assert Store(root).read_events(NEW)[0] == []
+    finally:
+        daemon._close_listener()
+    assert not socket_path(root).exists()
+
+    # a socket file no daemon listens on: the hook answers in its own process
+    socket_path(root).parent.mkdir(parents=True, exist_ok=True)
+    import socket as sockets
+
+    with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as stale:
+        stale.bind(str(socket_path(root)))
+    assert ask_daemon(root, "Stop", "{}") is None
+    result = hook(
+        root,
+        "UserPromptSubmit",
+        payload("UserPromptSubmit", NEW, transcript.path, prompt="@pin(seg_1)"),
+    )
+    assert "pin seg_1" in context_of(result, "UserPromptSubmit")
