@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/graph.py
 	$(BIN)/python benchmarks/consolidate.py
+	$(BIN)/python benchmarks/hook.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate_cli.py
