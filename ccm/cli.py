@@ -53,12 +53,12 @@ def _store(ctx: click.Context) -> Store:
 
     obj = ctx.find_root().ensure_object(dict)
     if "store" not in obj:
-        if resolve_root(obj.get("root")).is_file():
+        root = resolve_root(obj.get("root"))
+        if root.is_file():
             raise UsageError(
-                f"the knowledge root {resolve_root(obj.get('root'))} is a file",
-                "pass a folder with --root or CCM_HOME",
+                f"the knowledge root {root} is a file", "pass a folder with --root or CCM_HOME"
             )
-        store = Store(obj.get("root"))
+        store = Store(root)
         tokens.set_method(store.config.tokens_method)
         obj["store"] = store
     found: Store = obj["store"]

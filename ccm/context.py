@@ -22,9 +22,11 @@ them is an error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -336,18 +338,9 @@ def assemble(
     index: Index | None = None,
 ) -> Context:
     """Assemble the context of `session` for its next turn (see the module docstring)."""
-    config = store.config
-    total = int(budget if budget is not None else config.get("context", "budget_tokens"))
-    derived = derive.update(store, session)
-    tiers = derived.tiers
-    own_index = index is None
-    index = index or Index(store)
-    try:
-        index.update(session, tiers.manifest)
+    total = int(budget if budget is not None else store.config.get("context", "budget_tokens"))
+    with _current(store, session, index) as (derived, index):
         return _assemble(store, session, total, query, derived, index)
-    finally:
-        if own_index:
-            index.close()
 
 
 def recalled(
@@ -355,18 +348,27 @@ def recalled(
 ) -> Block:
     """The "Recalled from memory" block alone: what `query` recalls of `session` in
     `budget` tokens (a hook adds it to a model's context that holds the rest)."""
-    tiers = derive.update(store, session).tiers
-    own_index = index is None
-    index = index or Index(store)
-    try:
-        index.update(session, tiers.manifest)
+    with _current(store, session, index) as (_, index):
         block = Block("recall", "Recalled from memory")
         limit = max(20, budget // MIN_EXCHANGE_TOKENS)
         _fill_recall(block, index.recalled(query, session, None, limit), budget)
         return block
+
+
+@contextlib.contextmanager
+def _current(
+    store: Store, session: str, index: Index | None
+) -> Iterator[tuple[derive.Derived, Index]]:
+    """The session's tiers and `index` (or one of its own, closed after), both brought
+    up to date."""
+    derived = derive.update(store, session)
+    own = index or Index(store)
+    try:
+        own.update(session, derived.tiers.manifest)
+        yield derived, own
     finally:
-        if own_index:
-            index.close()
+        if index is None:
+            own.close()
 
 
 def _assemble(

@@ -26,9 +26,11 @@ session id, as ``ccm ingest ~/.claude/projects`` gives it, so the two never dive
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -171,8 +173,8 @@ def ask_daemon(root: Path, event: str, text: str, wait: float = DAEMON_WAIT) -> 
             connection.sendall(json.dumps(request).encode("utf-8") + b"\n")
             reader = connection.makefile("rb")
             reply = json.loads(reader.readline())
-            if reply.get("state") == "running":  # taken up: it answers, however long
-                connection.settimeout(RUN_WAIT)
+            if isinstance(reply, dict) and reply.get("state") == "running":
+                connection.settimeout(RUN_WAIT)  # taken up: it answers, however long
                 reply = json.loads(reader.readline())
     except (OSError, ValueError):
         return None
@@ -255,12 +257,12 @@ def _ingest(store: Store, payload: Payload) -> None:
 
 
 def _read_cursor(path: Path) -> dict[str, Any]:
-    try:
-        found = json.loads(path.read_bytes())
-    except (OSError, ValueError):  # none yet, or damaged: the transcript is read whole
-        return {}
-    wanted = ("path", "inode", "size", "resume", "line")
-    return found if isinstance(found, dict) and all(k in found for k in wanted) else {}
+    """The cursor kept for a transcript; {} when there is none, or a damaged one (the
+    transcript is then read whole)."""
+    from ccm.store import read_json
+
+    found = read_json(path) or {}
+    return found if all(k in found for k in ("path", "inode", "size", "resume", "line")) else {}
 
 
 def _resume_point(data: bytes) -> int:
@@ -344,7 +346,19 @@ def _blocks(store: Store, session: str, budget: int, tail: bool = False) -> str:
 def _project(store: Store, session: str, cwd: str) -> str:
     """What the earlier sessions in the folder `cwd` concluded (newest first), for a
     session that starts there."""
-    earlier = []
+    lines = [
+        f"- {' '.join(str(text).split())} ({name}, {segment})"
+        for name, segment, text in itertools.islice(
+            _conclusions(store, _earlier(store, session, cwd)), PROJECT_CONCLUSIONS
+        )
+    ]
+    return "## Concluded in earlier sessions here\n" + "\n".join(lines) if lines else ""
+
+
+def _earlier(store: Store, session: str, cwd: str) -> list[str]:
+    """The other sessions begun in the folder `cwd` (their first turn says where), the
+    most recently written first."""
+    found = []
     for name in store.sessions():
         if name == session or "~agent-" in name:
             continue
@@ -352,40 +366,42 @@ def _project(store: Store, session: str, cwd: str) -> str:
         try:
             with open(raw, "rb") as handle:
                 first = json.loads(handle.readline() or b"{}")
-        except (OSError, ValueError):
+            if (first.get("meta") or {}).get("cwd") == cwd:
+                found.append((raw.stat().st_mtime, name))
+        except (OSError, ValueError, AttributeError):
             continue
-        if (first.get("meta") or {}).get("cwd") == cwd:
-            earlier.append((raw.stat().st_mtime, name))
-    lines: list[str] = []
-    for _, name in sorted(earlier, reverse=True):
+    return [name for _, name in sorted(found, reverse=True)]
+
+
+def _conclusions(store: Store, sessions: list[str]) -> Iterator[tuple[str, str, str]]:
+    """(session, segment, text) of each conclusion in force, the latest of a session
+    first."""
+    for name in sessions:
         try:
-            manifest = store.read_derived(name, "manifest.yaml", "manifest")
+            manifest = store.read_derived(name, "manifest.yaml", "manifest") or {}
         except CCMError:
             continue
-        for segment in reversed((manifest or {}).get("segments") or []):
+        for segment in reversed(manifest.get("segments") or []):
             conclusion = segment.get("conclusion") or {}
-            if segment.get("status") != "concluded" or conclusion.get("superseded_by"):
-                continue
-            lines.append(f"- {' '.join(str(conclusion['text']).split())} ({name}, {segment['id']})")
-            if len(lines) >= PROJECT_CONCLUSIONS:
-                break
-        if len(lines) >= PROJECT_CONCLUSIONS:
-            break
-    if not lines:
-        return ""
-    return "## Concluded in earlier sessions here\n" + "\n".join(lines)
+            if segment.get("status") == "concluded" and not conclusion.get("superseded_by"):
+                yield name, segment["id"], conclusion["text"]
 
 
 def _additional(event: str, text: str) -> str:
     """The JSON Claude Code reads a hook's context from, or "" when there is none."""
     if not text.strip():
         return ""
-    body = f"{HEADER}\n\n{text}"
-    if len(body) > LIMIT_CHARS:  # what Claude Code would cut, cut here at a line
-        cut = body.rfind("\n", 0, LIMIT_CHARS - 2)
-        body = body[: cut if cut > 0 else LIMIT_CHARS - 2] + "\n\u2026"
+    body = _within_limit(f"{HEADER}\n\n{text}")
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": body}}
     return json.dumps(output, ensure_ascii=False)
+
+
+def _within_limit(text: str) -> str:
+    """`text` as Claude Code keeps it whole: cut at a line to `LIMIT_CHARS`, saying so."""
+    if len(text) <= LIMIT_CHARS:
+        return text
+    cut = text.rfind("\n", 0, LIMIT_CHARS - 2)
+    return text[: cut if cut > 0 else LIMIT_CHARS - 2] + "\n\u2026"
 
 
 def _compaction(store: Store, session: str) -> str:
@@ -395,8 +411,8 @@ def _compaction(store: Store, session: str) -> str:
     kept = _blocks(store, session, START_TOKENS)
     if not kept:
         return ""
-    return (
+    return _within_limit(
         "When you summarize this conversation, keep the critical items below word for "
         "word, keep the current task, the next step and any blockers of the working state, "
         "and say which efforts are still open.\n\n" + kept
-    )[:LIMIT_CHARS]
+    )

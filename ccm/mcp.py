@@ -311,7 +311,7 @@ def build(store: Store) -> MCPServer[Any]:
 def _turns_text(store: Store, session: str, first: int, last: int, budget: int) -> dict[str, Any]:
     """Turns `first`..`last` of `session` for reading, as many as fit in `budget` tokens
     (a turn that does not fit whole is cut); says where the rest starts."""
-    from ccm.transcript import readable
+    from ccm.transcript import rendered
 
     turns, _, _ = store.read_turns(session)
     if not turns or not 1 <= first <= len(turns):
@@ -323,8 +323,7 @@ def _turns_text(store: Store, session: str, first: int, last: int, budget: int) 
     parts: list[str] = []
     used = 0
     shown = first - 1
-    for turn in chosen:
-        text = readable([turn], turns)
+    for turn, text in zip(chosen, rendered(chosen, turns), strict=True):
         cost = tokens.count_tokens(text) + 2
         if used + cost > budget:
             if not parts:  # the first turn alone is too long: its beginning

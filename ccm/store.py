@@ -786,7 +786,7 @@ class Store:
             st = raw.stat()
         except FileNotFoundError:
             return stats
-        cached = _read_json(cache_file)
+        cached = read_json(cache_file)
         if (
             cached
             and cached.get("inode") == st.st_ino
@@ -828,7 +828,9 @@ class Store:
         return stats
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object a small file under .ccm/ holds, or None when it is missing,
+    unreadable or not an object (a cache that is only rebuilt)."""
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError):

@@ -79,7 +79,6 @@ def method_in_use() -> str:
     """``bpe`` or ``estimate``: what `count_tokens` does, without loading the BPE
     tables to say so (counts kept under a method are checked against it: a command that
     only reads them never loads the tables)."""
-    global _bpe_failed
     if _method != "bpe" or _bpe_failed:
         return "estimate"
     if _encode is None:

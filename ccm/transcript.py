@@ -68,6 +68,10 @@ def body(content: str) -> list[str]:
 
 def readable(turns: list[dict[str, Any]], context: list[dict[str, Any]] | None = None) -> str:
     """`turns` for reading; `context`: all the turns their calls may be in."""
+    return "\n\n".join(rendered(turns, context))
+
+
+def rendered(turns: list[dict[str, Any]], context: list[dict[str, Any]] | None = None) -> list[str]:
+    """Each of `turns` for reading, on its own (`readable` joins them)."""
     made = call_turns(context if context is not None else turns)
-    blocks = ["\n".join([heading(turn, made), *body(str(turn["content"]))]) for turn in turns]
-    return "\n\n".join(blocks)
+    return ["\n".join([heading(turn, made), *body(str(turn["content"]))]) for turn in turns]

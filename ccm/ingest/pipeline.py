@@ -455,7 +455,7 @@ def ingest_data(
     offset in the input that `data` begins at, for the reports of bad lines.
 
     With `recent`, `data` is known to be the end of an input the store already holds
-    all but the end of (a transcript read again from where its last exchange began):
+    all but the end of (a transcript read again from where no tool call was pending):
     a turn of it can only be among the last `recent` turns of its session, so only
     those are read to tell which turns are new, not the whole session. Turns without a
     source id are told apart by counting them over the whole session, so with any of
