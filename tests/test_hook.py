@@ -422,3 +422,32 @@ def test_a_request_the_daemon_does_not_take_up_in_time_is_never_run(tmp_path: Pa
         payload("UserPromptSubmit", NEW, transcript.path, prompt="@pin(seg_1)"),
     )
     assert "pin seg_1" in context_of(result, "UserPromptSubmit")
+
+
+@pytest.mark.parametrize("reply", [b"[]\n", b'{"state": "running"}\n[1]\n', b"not json\n", b""])
+def test_a_daemon_that_answers_nonsense_leaves_the_hook_to_answer_itself(
+    tmp_path: Path, reply: bytes
+) -> None:
+    import socket as sockets
+    import threading
+
+    from ccm.hook import ask_daemon
+    from ccm.paths import socket_path
+
+    root = tmp_path / "root"
+    path = socket_path(root)
+    path.parent.mkdir(parents=True)
+    with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+
+        def serve() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.makefile("rb").readline()
+                connection.sendall(reply)
+
+        server = threading.Thread(target=serve)
+        server.start()
+        assert ask_daemon(root, "Stop", "{}", wait=2.0) is None
+        server.join(timeout=10)
