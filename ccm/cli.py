@@ -682,6 +682,98 @@ def mcp(ctx: click.Context, log_file: str | None) -> None:
 
 
 @main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--upstream",
+    default="https://api.anthropic.com",
+    show_default=True,
+    help="The Messages API the proxy calls.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["observe", "manage"]),
+    default="observe",
+    show_default=True,
+    help="observe: record and forward unchanged; manage: send ccm's context in place of "
+    "the history.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=500),
+    help="manage: tokens of ccm's context and the messages it keeps (default: the "
+    "configured context budget).",
+)
+@click.option(
+    "--session-header",
+    default="x-ccm-session",
+    show_default=True,
+    help="The request header that names the session.",
+)
+@click.option(
+    "--memory-tools",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="manage: offer the memory tools to a request that has tools (auto), to every "
+    "request, or never.",
+)
+@click.option(
+    "--max-memory-calls",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="manage: memory rounds the proxy answers itself in one request.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds the upstream may take to answer.",
+)
+@click.pass_context
+@_errors_as_exit_codes
+def proxy(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    upstream: str,
+    mode: str,
+    budget: int | None,
+    session_header: str,
+    memory_tools: str,
+    max_memory_calls: int,
+    timeout: float,
+) -> None:
+    """Serve the Anthropic Messages API with ccm's memory in front of it.
+
+    Point a client at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8787. Every
+    conversation is recorded to its session (the --session-header, else
+    metadata.user_id, else the conversation's first message); in manage mode the
+    history sent upstream is ccm's context within --budget, and the model may call
+    the memory tools (memory_recall, memory_expand, memory_pin, ...). Other paths
+    pass through unchanged. The API key goes upstream and is never written.
+    """
+    from ccm.errors import UsageError
+    from ccm.proxy import Settings, serve
+
+    if not upstream.startswith(("http://", "https://")):
+        raise UsageError(f"--upstream {upstream!r} is not a URL", "pass http(s)://host[:port]")
+    store = _store(ctx)
+    store.chats.mkdir(parents=True, exist_ok=True)
+    settings = Settings(
+        upstream, mode, budget, session_header.lower(), memory_tools, max_memory_calls, timeout
+    )
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: listening on {host}: anyone who reaches it can use it", err=True)
+    click.echo(
+        f"ccm proxy ({mode}) on http://{host}:{port} -> {upstream}; root {store.root}", err=True
+    )
+    serve(store, settings, host, port)
+
+
+@main.command()
 @click.argument("event", metavar="EVENT")
 @click.pass_context
 def hook(ctx: click.Context, event: str) -> None:

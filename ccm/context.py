@@ -336,11 +336,16 @@ def assemble(
     budget: int | None = None,
     query: str | None = None,
     index: Index | None = None,
+    shown_from: int | None = None,
 ) -> Context:
-    """Assemble the context of `session` for its next turn (see the module docstring)."""
+    """Assemble the context of `session` for its next turn (see the module docstring).
+
+    `shown_from`: the turns from this one on reach the model otherwise (the proxy sends
+    them as messages): there is no block of latest turns, the efforts and recall do not
+    repeat them, and their room goes to the rest."""
     total = int(budget if budget is not None else store.config.get("context", "budget_tokens"))
     with _current(store, session, index) as (derived, index):
-        return _assemble(store, session, total, query, derived, index)
+        return _assemble(store, session, total, query, derived, index, shown_from)
 
 
 def recalled(
@@ -378,6 +383,7 @@ def _assemble(
     query: str | None,
     derived: derive.Derived,
     index: Index,
+    shown_from: int | None = None,
 ) -> Context:
     from ccm.engine.render import critical_items
 
@@ -444,9 +450,12 @@ def _assemble(
     allowance = min(budget.left - efforts_share, tail_tokens, int(total * shares["tail"]))
     allowance = max(allowance, min(MIN_TAIL_TOKENS, budget.left))
     latest = _Latest(store, session)
-    chosen = _tail(latest, config, max(0, allowance), tail)
-    budget.take(tail.tokens)
-    tail_first = _whole_from(chosen)
+    if shown_from is None:
+        chosen = _tail(latest, config, max(0, allowance), tail)
+        budget.take(tail.tokens)
+        tail_first = _whole_from(chosen)
+    else:
+        chosen, tail_first = [], shown_from
 
     efforts = Block("efforts", "Active efforts")
     effort_lines = _effort_lines(tiers, index, session, tail_first)
@@ -460,7 +469,7 @@ def _assemble(
         hits = index.recalled(query, session, tail_first, limit, whole)
         budget.take(_fill_recall(recall, hits, budget.left))
 
-    if budget.left > 0 and (not chosen or _more(chosen)):
+    if shown_from is None and budget.left > 0 and (not chosen or _more(chosen)):
         after = max(
             [item["last_turn"] for item in efforts.items if isinstance(item, dict)]
             + [item["turns"][1] for item in recall.items if item.get("turns")],

@@ -13,6 +13,8 @@ import logging
 import marshal
 import os
 import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +258,29 @@ class Engine:
 # a long-lived process that keeps engines in memory (the daemon, while it answers a
 # hook) puts here what brings a session up to date with them: every `update` then uses it
 keeper: Callable[[Store, str], Derived] | None = None
+
+
+class Keeper:
+    """`update` with an engine per session kept in memory (the `size` most recently used):
+    a call folds only what was appended since the last one. A long-lived process (the
+    MCP server, the proxy) sets one as `keeper`; its threads may call it at once (one
+    session's engine updates one call at a time)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.engines: OrderedDict[tuple[Path, str], tuple[Engine, threading.Lock]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def __call__(self, store: Store, session: str) -> Derived:
+        key = (store.root, session)
+        with self.lock:
+            kept = self.engines.pop(key, None) or (Engine(store, session), threading.Lock())
+            self.engines[key] = kept
+            while len(self.engines) > self.size:
+                self.engines.popitem(last=False)
+        engine, lock = kept
+        with lock:
+            return engine.update(durable=False)
 
 
 def update(store: Store, session: str, rebuild: bool = False) -> Derived:

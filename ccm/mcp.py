@@ -16,9 +16,7 @@ Nothing but the protocol goes to stdout: logs go to stderr, or to ``--log-file``
 from __future__ import annotations
 
 import logging
-import re
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,10 +33,8 @@ from ccm.store import Store
 log = logging.getLogger("ccm.mcp")
 
 MIN_BUDGET = 50  # tokens: what `ccm context --budget` accepts at least
-EXPAND_TOKENS = 4000  # what `expand` shows of a segment at most, unless asked for more
-CUT_NOTE_TOKENS = 20  # room for the note that says a turn was cut
+EXPAND_TOKENS = memory.EXPAND_TOKENS
 KEPT_ENGINES = 16  # sessions whose engines the server keeps in memory
-_TURN = re.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
 
 INSTRUCTIONS = """\
 ccm keeps every word of this conversation and of earlier ones, and gives you a small
@@ -151,24 +147,7 @@ def build(store: Store) -> MCPServer[Any]:
         log. A segment or topic is also brought back into the working context (as
         @expand does; `memory_command` with @undo or `unpin` reverts it)."""
         with answering():
-            session_of(session)
-            found = _TURN.fullmatch(target.strip())
-            event = None
-            if found:
-                first = last = int(found.group(1))
-            else:
-                outcome = memory.command(store, session, "expand", [target], who="model")
-                if not outcome.ok or outcome.event is None:
-                    raise UsageError(outcome.message, "pass seg_N, turn N, or other words")
-                event = outcome.event
-                manifest = derive.update(store, session).tiers.manifest
-                spans = [
-                    s["raw_lines"]
-                    for s in manifest["segments"]
-                    if s["id"] in event["args"]["targets"]
-                ]
-                first, last = min(a for a, _ in spans), max(b for _, b in spans)
-            return {**_turns_text(store, session, first, last, budget), "event": event}
+            return memory.expand(store, session_of(session), target, budget, who="model")
 
     @server.tool()
     def memory_command(
@@ -308,61 +287,6 @@ def build(store: Store) -> MCPServer[Any]:
     return server
 
 
-def _turns_text(store: Store, session: str, first: int, last: int, budget: int) -> dict[str, Any]:
-    """Turns `first`..`last` of `session` for reading, as many as fit in `budget` tokens
-    (a turn that does not fit whole is cut); says where the rest starts."""
-    from ccm.transcript import rendered
-
-    turns, _, _ = store.read_turns(session)
-    if not turns or not 1 <= first <= len(turns):
-        raise UsageError(
-            f"no turn {first} in {session}",
-            f"pass a turn from 1 to {len(turns)}" if turns else "the session has no turns yet",
-        )
-    chosen = [t for t in turns if first <= t["turn"] <= last]
-    parts: list[str] = []
-    used = 0
-    shown = first - 1
-    for turn, text in zip(chosen, rendered(chosen, turns), strict=True):
-        cost = tokens.count_tokens(text) + 2
-        if used + cost > budget:
-            if not parts:  # the first turn alone is too long: its beginning
-                chars = len(text) * (budget - CUT_NOTE_TOKENS) // cost
-                parts.append(f"{text[:chars]} \u2026 [{len(text)} chars; pass a larger budget]")
-                used = budget
-            break
-        parts.append(text)
-        used += cost
-        shown = turn["turn"]
-    rest = chosen[-1]["turn"] - shown if chosen else 0
-    answer: dict[str, Any] = {
-        "session": session,
-        "turns": [first, max(shown, first)],
-        "tokens": used,
-        "text": "\n\n".join(parts),
-        "more": rest,
-    }
-    if rest:
-        answer["next"] = f"expand turn {shown + 1} (or a larger budget) for the {rest} more"
-    return answer
-
-
-class _Engines:
-    """`ccm.derive.update` with an engine per session kept in memory (the most recently
-    used `KEPT_ENGINES`): a call folds only what was appended since the last one."""
-
-    def __init__(self) -> None:
-        self.engines: OrderedDict[tuple[Path, str], derive.Engine] = OrderedDict()
-
-    def __call__(self, store: Store, session: str) -> derive.Derived:
-        key = (store.root, session)
-        engine = self.engines.pop(key, None) or derive.Engine(store, session)
-        self.engines[key] = engine
-        while len(self.engines) > KEPT_ENGINES:
-            self.engines.popitem(last=False)
-        return engine.update(durable=False)
-
-
 def serve(store: Store, log_file: Path | None = None) -> None:
     """Run the server on stdin and stdout until the client closes them."""
     if log_file is not None:  # in place of standard error
@@ -371,6 +295,7 @@ def serve(store: Store, log_file: Path | None = None) -> None:
         logging.getLogger().handlers[:] = [handler]
     log.setLevel(logging.INFO)  # its start and the errors it answered with, at least
     tokens.set_method(store.config.tokens_method)
-    derive.keeper = _Engines()  # a server lives long: its sessions' engines stay in memory
+    # a server lives long: its sessions' engines stay in memory
+    derive.keeper = derive.Keeper(KEPT_ENGINES)
     log.info("serving %s", store.root)
     build(store).run("stdio")

@@ -7,13 +7,18 @@ derived tiers up to date; nothing is ever deleted, and ``undo`` is itself an eve
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ccm import derive
+from ccm import derive, tokens
 from ccm.engine import commands as parser
 from ccm.errors import UsageError
 from ccm.store import Store
+
+EXPAND_TOKENS = 4000  # what `expand` shows of a segment at most, unless asked for more
+CUT_NOTE_TOKENS = 20  # room for the note that says a turn was cut
+_TURN = re.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
 
 
 @dataclass
@@ -200,3 +205,67 @@ def recall(
         kept.append(hit)
         used += hit.tokens
     return kept, used
+
+
+def expand(
+    store: Store, session: str, target: str, budget: int = EXPAND_TOKENS, who: str = "model"
+) -> dict[str, Any]:
+    """A segment, a range, a turn (``turn 42`` or ``42``) or a topic of `session`, word for
+    word from the log within `budget` tokens; says where the rest starts. A segment or a
+    topic is also brought back into the working context, as ``@expand`` does (its event
+    is in the answer; undo reverts it)."""
+    store.require_session(session)
+    found = _TURN.fullmatch(target.strip())
+    event = None
+    if found:
+        first = last = int(found.group(1))
+    else:
+        outcome = command(store, session, "expand", [target], who=who)
+        if not outcome.ok or outcome.event is None:
+            raise UsageError(outcome.message, "pass seg_N, turn N, or other words")
+        event = outcome.event
+        manifest = derive.update(store, session).tiers.manifest
+        spans = [
+            s["raw_lines"] for s in manifest["segments"] if s["id"] in event["args"]["targets"]
+        ]
+        first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    return {**_turns_text(store, session, first, last, budget), "event": event}
+
+
+def _turns_text(store: Store, session: str, first: int, last: int, budget: int) -> dict[str, Any]:
+    """Turns `first`..`last` of `session` for reading, as many as fit in `budget` tokens
+    (a turn that does not fit whole is cut); says where the rest starts."""
+    from ccm.transcript import rendered
+
+    turns, _, _ = store.read_turns(session)
+    if not turns or not 1 <= first <= len(turns):
+        raise UsageError(
+            f"no turn {first} in {session}",
+            f"pass a turn from 1 to {len(turns)}" if turns else "the session has no turns yet",
+        )
+    chosen = [t for t in turns if first <= t["turn"] <= last]
+    parts: list[str] = []
+    used = 0
+    shown = first - 1
+    for turn, text in zip(chosen, rendered(chosen, turns), strict=True):
+        cost = tokens.count_tokens(text) + 2
+        if used + cost > budget:
+            if not parts:  # the first turn alone is too long: its beginning
+                chars = len(text) * (budget - CUT_NOTE_TOKENS) // cost
+                parts.append(f"{text[:chars]} \u2026 [{len(text)} chars; pass a larger budget]")
+                used = budget
+            break
+        parts.append(text)
+        used += cost
+        shown = turn["turn"]
+    rest = chosen[-1]["turn"] - shown if chosen else 0
+    answer: dict[str, Any] = {
+        "session": session,
+        "turns": [first, max(shown, first)],
+        "tokens": used,
+        "text": "\n\n".join(parts),
+        "more": rest,
+    }
+    if rest:
+        answer["next"] = f"expand turn {shown + 1} (or a larger budget) for the {rest} more"
+    return answer

@@ -48,6 +48,41 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     return parsed
 
 
+@dataclass
+class Request:
+    """The turns of one request, as a live surface (the proxy) reads it."""
+
+    system: SourceTurn | None  # the system prompt, as one turn
+    turns: list[SourceTurn]  # the conversation's turns, in order
+    spans: list[tuple[int, int]]  # the turns of each message: turns[first:end]
+    rejected: list[Rejected]  # messages that are not messages
+
+
+def read_request(body: dict[str, Any], options: ParseOptions, name: str = "request") -> Request:
+    """The turns of a request body (a dict with ``messages``), message by message."""
+    session = SourceSession(session_id=options.session or SOURCE, source=SOURCE)
+    parsed = Parsed()
+    reader = _Reader(name, options, parsed, session)
+    reader.system(body.get("system"))
+    system = session.turns.pop() if session.turns else None
+    spans = []
+    messages = body.get("messages")
+    for index, message in enumerate(messages if isinstance(messages, list) else []):
+        first = len(session.turns)
+        reader.message(message, f"messages[{index}]")
+        spans.append((first, len(session.turns)))
+    return Request(system, session.turns, spans, parsed.rejected)
+
+
+def read_response(message: dict[str, Any], options: ParseOptions) -> list[SourceTurn]:
+    """The turns of a response (a ``message``), with its id."""
+    session = SourceSession(session_id=options.session or SOURCE, source=SOURCE)
+    reader = _Reader("response", options, Parsed(), session)
+    content = message.get("content")
+    reader.response(message, content if isinstance(content, list) else [])
+    return session.turns
+
+
 def _default_id(name: str) -> str:
     return SOURCE if name == "-" else slug_session_id(PurePath(name).stem)
 

@@ -249,7 +249,8 @@ class IngestReport:
 # appending
 
 
-def _content_key(role: str, content: str) -> bytes:
+def content_key(role: str, content: str) -> bytes:
+    """A turn's role and content as a short digest: how a turn without an id is known."""
     digest = hashlib.blake2b(role.encode() + b"\0", digest_size=16)
     digest.update(content.encode("utf-8", "surrogatepass"))
     return digest.digest()
@@ -274,7 +275,7 @@ def _known_lines(entries: Iterable[dict[str, Any] | None], want_contents: bool) 
         if turn_id:
             known.ids.add(turn_id)
         elif want_contents:
-            known.contents[_content_key(entry["role"], entry["content"])] += 1
+            known.contents[content_key(entry["role"], entry["content"])] += 1
         parts = (entry.get("meta") or {}).get("parts")
         if isinstance(parts, list):
             known.parts.update(p for p in parts if isinstance(p, str))
@@ -293,7 +294,7 @@ def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn],
     occurrences: Counter[bytes] = Counter()
     for turn in session.turns:
         if turn.id is None:
-            key = _content_key(turn.role, turn.content)
+            key = content_key(turn.role, turn.content)
             occurrences[key] += 1
             if occurrences[key] <= known.contents[key]:
                 duplicates += 1
@@ -326,7 +327,15 @@ def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn],
     return fresh, duplicates
 
 
-def _entry(turn: SourceTurn, number: int, source: str, now: str) -> dict[str, Any]:
+def unseen(entries: Iterable[dict[str, Any] | None], turns: list[SourceTurn]) -> list[SourceTurn]:
+    """The turns of `turns` that a session holding `entries` does not hold yet, told apart
+    as an import tells them (by id, else the k-th occurrence of role and content)."""
+    fresh, _ = _new_turns(SourceSession("", "", list(turns)), _known_lines(entries, True))
+    return fresh
+
+
+def entry(turn: SourceTurn, number: int, source: str, now: str) -> dict[str, Any]:
+    """The raw.jsonl line of `turn` as turn `number` of its session."""
     entry: dict[str, Any] = {
         "turn": number,
         "role": turn.role,
@@ -368,11 +377,11 @@ def append_session(
         number = known.last_turn
         for turn in fresh:
             number += 1
-            entry = _entry(turn, number, session.source, now)
+            record = entry(turn, number, session.source, now)
             if number == 1 and session.meta:
-                entry["meta"] = {**session.meta, **entry.get("meta", {})}
-            validate(entry)
-            entries.append(entry)
+                record["meta"] = {**session.meta, **record.get("meta", {})}
+            validate(record)
+            entries.append(record)
         raw.append(entries, fsync=store.config.fsync)
     result.added = len(entries)
     if entries:
@@ -381,7 +390,9 @@ def append_session(
     return result
 
 
-def _quarantine(store: Store, rejected: list[Rejected], fallback: str) -> None:
+def quarantine_rejected(store: Store, rejected: list[Rejected], fallback: str) -> None:
+    """Keep what an importer rejected in its session's quarantine (`fallback` for what
+    names none), verbatim."""
     by_session: dict[str, list[BadLine]] = {}
     for item in rejected:
         session = item.session or fallback
@@ -509,7 +520,9 @@ def _ingest_input(
         bad.line = None if bad.line is None else bad.line + start[0]
         bad.offset = None if bad.offset is None else bad.offset + start[1]
     if parsed.rejected:
-        _quarantine(store, parsed.rejected, options.session or default_session(name, "stdin"))
+        quarantine_rejected(
+            store, parsed.rejected, options.session or default_session(name, "stdin")
+        )
         report.rejected.extend(parsed.rejected)
 
 
