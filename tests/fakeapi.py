@@ -257,6 +257,60 @@ _OVERLOADED = _frame(
 )
 
 
+class Serving:
+    """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a daemon thread: the
+    fake API, and in the proxy's tests and benchmark the proxy itself."""
+
+    def __init__(self, app: Any, lifespan: str = "on", name: str = "asgi") -> None:
+        self.app, self.lifespan, self.name = app, lifespan, name
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    def start(self) -> str:
+        """Serve; returns the base URL once it accepts connections."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        self._socket = sock
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan=self.lifespan,
+            ws="none",
+        )
+        server = uvicorn.Server(config)
+        self._server = server
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name=self.name, daemon=True
+        )
+        self._thread = thread
+        thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.name} did not start")
+            time.sleep(0.01)
+        return f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=STARTUP_TIMEOUT)
+        if self._socket is not None:
+            self._socket.close()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 class FakeAnthropic:
     """Context manager: `with FakeAnthropic() as fake:` starts uvicorn on 127.0.0.1 on a free port
     in a daemon thread, waits until it accepts connections, and stops it on exit."""
@@ -274,9 +328,7 @@ class FakeAnthropic:
         self._count = 0  # /v1/messages requests so far
         self._request_ids = itertools.count(1)
         self._closing = False
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._serving: Serving | None = None
         self.app = Starlette(routes=[Route("/{path:path}", self._handle, methods=_METHODS)])
 
     # -- the test side ---------------------------------------------------------------------
@@ -307,32 +359,8 @@ class FakeAnthropic:
         logger = logging.getLogger("uvicorn.error")
         if _QUIET_CUTS not in logger.filters:
             logger.addFilter(_QUIET_CUTS)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
-        port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(
-            self.app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="off",
-            ws="none",
-        )
-        server = uvicorn.Server(config)
-        self._server = server
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="fake-anthropic", daemon=True
-        )
-        self._thread = thread
-        thread.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                self._stop()
-                raise RuntimeError("the fake Anthropic API did not start")
-            time.sleep(0.01)
+        self._serving = Serving(self.app, lifespan="off", name="fake-anthropic")
+        self.url = self._serving.start()
         return self
 
     def __exit__(
@@ -341,16 +369,9 @@ class FakeAnthropic:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop()
-
-    def _stop(self) -> None:
         self._closing = True  # ends pending delays at once
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=STARTUP_TIMEOUT)
-        if self._socket is not None:
-            self._socket.close()
+        if self._serving is not None:
+            self._serving.stop()
 
     # -- the server side -------------------------------------------------------------------
 
