@@ -521,6 +521,8 @@ class Proxy:
                             if out is not None:
                                 seen.add(out)
                                 queue.put_nowait(out.raw)
+                except httpx2.HTTPError as exc:  # cut off, or too slow: told below
+                    log.warning("%s: the upstream stream broke: %s", call.session, exc)
                 finally:
                     await response.aclose()
                 if view.error is not None or not view.complete:

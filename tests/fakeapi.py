@@ -11,7 +11,8 @@ starlette app with uvicorn, on 127.0.0.1 in a background thread, and:
   text `"ok: <start of the last user message>"` when the queue is empty;
 - streams in the wire format of the real API (`message_start`, `ping`, `content_block_start`,
   `content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`), and can delay an
-  answer, answer with an API error, cut a stream abruptly, or end it with an `error` event;
+  answer or pace a stream's events, answer with an API error, cut a stream abruptly, or end it
+  with an `error` event;
 - answers `POST /v1/messages/count_tokens` with a rough count, and any other path with
   `{"data": [], "path": ...}` so that a pass-through can be checked.
 
@@ -79,6 +80,7 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering (timeouts)
     cut_after: int | None = None  # streaming only: drop the connection after this many events
     error_after: int | None = None  # streaming only: send an `error` event after this many
+    pace: float = 0.0  # streaming only: seconds between events (a slow model)
 
     _tool_ids: ClassVar[itertools.count[int]] = itertools.count(1)
 
@@ -467,7 +469,7 @@ class FakeAnthropic:
             yield frame
             if frame is _OVERLOADED:
                 return
-            await asyncio.sleep(0)  # let the other streams interleave
+            await asyncio.sleep(reply.pace)  # let the other streams interleave
 
 
 def _json(status: int, data: Any, headers: dict[str, str]) -> Response:

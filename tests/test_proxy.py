@@ -1,0 +1,725 @@
+"""`ccm proxy` end to end: the real `anthropic` SDK (and plain httpx2 where bytes count)
+as the client, the proxy served by uvicorn on 127.0.0.1, and a local fake of the API
+(`tests/fakeapi.py`) as the upstream. What reached the upstream, what the client got and
+what raw.jsonl holds are checked; nothing leaves the machine."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+from click.testing import CliRunner
+
+from ccm import derive, tokens
+from ccm.cli import main
+from ccm.proxy import Proxy, Settings
+from ccm.store import Store
+from tests.fakeapi import FakeAnthropic, Reply, Serving
+
+KEY = "sk-ant-test-0123456789-secret"
+MODEL = "claude-test"
+HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+RULE = "Important: never push straight to main; every change goes through a pull request."
+
+
+@pytest.fixture
+def store() -> Store:
+    store = Store()
+    store.init()
+    return store
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def keeper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy keeps engines in memory as `ccm proxy` does."""
+    monkeypatch.setattr(derive, "keeper", derive.Keeper(8))
+
+
+Serve = Callable[..., Any]
+
+
+@pytest.fixture
+def serve(store: Store, fake: FakeAnthropic) -> Serve:
+    @contextmanager
+    def serving(**options: Any) -> Iterator[str]:
+        settings = Settings(upstream=fake.url, **options)
+        with Serving(Proxy(store, settings).app(), name="ccm-proxy") as url:
+            yield url
+
+    return serving
+
+
+def client(url: str, **options: Any) -> Any:
+    """The SDK's client on the proxy (typed loosely: the tests pass plain dicts, as
+    programs that build their requests as JSON do)."""
+    return anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0, **options)
+
+
+def said(store: Store, session: str) -> list[tuple[str, str]]:
+    """The session's turns as (role, content), in order."""
+    turns, bad, _ = store.read_turns(session)
+    assert bad == []
+    return [(t["role"], t["content"]) for t in turns]
+
+
+def events(store: Store, session: str, kind: str | None = None) -> list[dict[str, Any]]:
+    found, bad, _ = store.read_events(session)
+    assert bad == []
+    return [e for e in found if kind is None or e["kind"] == kind]
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 256, "messages": messages, **extra}
+
+
+# ---------------------------------------------------------------------------
+# observe: a recorder
+
+
+def test_observe_forwards_the_request_and_returns_the_upstream_bytes(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    fake.push(Reply.text("Paris is the capital of France."))
+    sent = body([{"role": "user", "content": "What is the capital of France?"}], system="Be brief.")
+    raw = json.dumps(sent).encode()
+    with serve() as url, httpx2.Client() as http:
+        answer = http.post(
+            f"{url}/v1/messages",
+            content=raw,
+            headers={**HEADERS, "content-type": "application/json", "x-ccm-session": "geo"},
+        )
+    assert answer.status_code == 200
+    assert answer.content == fake.sent[-1]
+    assert fake.received[-1].body == raw  # unchanged, byte for byte
+    assert fake.received[-1].headers["x-api-key"] == KEY  # the key goes upstream
+    assert said(store, "geo") == [
+        ("system", "Be brief."),
+        ("user", "What is the capital of France?"),
+        ("assistant", "Paris is the capital of France."),
+    ]
+
+
+def test_observe_stream_reaches_the_client_byte_for_byte(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    fake.push(Reply.text("A long streamed answer, cut by the fake into many small deltas."))
+    sent = body([{"role": "user", "content": "Stream me something."}], stream=True)
+    with (
+        serve() as url,
+        httpx2.Client() as http,
+        http.stream(
+            "POST", f"{url}/v1/messages", json=sent, headers={**HEADERS, "x-ccm-session": "s"}
+        ) as answer,
+    ):
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        received = b"".join(answer.iter_raw())
+    assert received == fake.sent[-1]
+    wait_for(lambda: len(said(store, "s")) == 2)
+    assert said(store, "s")[-1] == (
+        "assistant",
+        "A long streamed answer, cut by the fake into many small deltas.",
+    )
+
+
+def test_a_conversation_through_the_sdk_records_every_turn_once(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    history: list[dict[str, Any]] = []
+    prompts = ["Hello there.", "Name three rivers in Europe.", "Which is the longest?"]
+    replies = ["Hi! How can I help?", "The Danube, the Rhine and the Loire.", "The Danube."]
+    fake.push(*(Reply.text(text) for text in replies))
+    with serve() as url:
+        sdk = client(url)
+        for number, prompt in enumerate(prompts):
+            history.append({"role": "user", "content": prompt})
+            if number == 1:  # the middle one streamed
+                with sdk.messages.stream(
+                    model=MODEL, max_tokens=64, system="You answer briefly.", messages=history
+                ) as stream:
+                    text = "".join(stream.text_stream)
+                    message = stream.get_final_message()
+                assert text == replies[number]
+            else:
+                message = sdk.messages.create(
+                    model=MODEL, max_tokens=64, system="You answer briefly.", messages=history
+                )
+            assert message.content[0].type == "text"
+            assert message.content[0].text == replies[number]
+            history.append({"role": "assistant", "content": message.content[0].text})
+        sessions = store.sessions()
+    assert len(sessions) == 1 and sessions[0].startswith("api-")  # the digest: stable
+    expected = [("system", "You answer briefly.")]
+    for prompt, reply in zip(prompts, replies, strict=True):
+        expected += [("user", prompt), ("assistant", reply)]
+    wait_for(lambda: len(said(store, sessions[0])) == len(expected))
+    assert said(store, sessions[0]) == expected
+    turns, _, _ = store.read_turns(sessions[0])
+    assert turns[0]["meta"].get("injected") is True  # the system prompt is not mined for rules
+    assert [t["turn"] for t in turns] == list(range(1, len(expected) + 1))
+
+
+def test_a_retried_request_appends_nothing_twice(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    first = [{"role": "user", "content": "Plan the migration."}]
+    with serve() as url:
+        sdk = client(url)
+        sdk.messages.create(model=MODEL, max_tokens=64, messages=first)
+        # the reply was lost on the way: the client sends the same request again
+        again = sdk.messages.create(model=MODEL, max_tokens=64, messages=first)
+        follow = [
+            *first,
+            {"role": "assistant", "content": again.content[0].text},
+            {"role": "user", "content": "Start with the database."},
+        ]
+        sdk.messages.create(model=MODEL, max_tokens=64, messages=follow)
+        # an edited last message: a new branch, the old one stays in the log
+        edited = [*follow[:2], {"role": "user", "content": "Start with the queues."}]
+        sdk.messages.create(model=MODEL, max_tokens=64, messages=edited)
+        (session,) = store.sessions()
+    users = [text for role, text in said(store, session) if role == "user"]
+    assert users == ["Plan the migration.", "Start with the database.", "Start with the queues."]
+    replies = [text for role, text in said(store, session) if role == "assistant"]
+    assert len(replies) == 4  # each answer the client was sent, once
+
+
+# ---------------------------------------------------------------------------
+# sessions
+
+
+def test_the_session_comes_from_the_header_then_the_user_id_then_a_digest(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    with serve(session_header="x-my-session") as url:
+        sdk = client(url)
+        sdk.messages.create(
+            model=MODEL,
+            max_tokens=8,
+            messages=messages,
+            metadata={"user_id": "someone"},
+            extra_headers={"x-my-session": "by-header"},
+        )
+        sdk.messages.create(
+            model=MODEL, max_tokens=8, messages=messages, metadata={"user_id": "Jo Smith/1"}
+        )
+        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
+        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)  # the same digest
+        with pytest.raises(anthropic.BadRequestError) as bad:
+            sdk.messages.create(
+                model=MODEL,
+                max_tokens=8,
+                messages=messages,
+                extra_headers={"x-my-session": "../../etc"},
+            )
+        assert "x-my-session" in str(bad.value)
+    sessions = store.sessions()
+    assert "by-header" in sessions
+    assert "Jo-Smith-1" in sessions
+    digests = [s for s in sessions if s.startswith("api-")]
+    assert len(sessions) == 3 and len(digests) == 1
+    assert len(fake.messages()) == 4  # the refused request never went upstream
+
+
+# ---------------------------------------------------------------------------
+# errors
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "error", "headers"),
+    [
+        (400, "invalid_request_error", anthropic.BadRequestError, {}),
+        (401, "authentication_error", anthropic.AuthenticationError, {}),
+        (429, "rate_limit_error", anthropic.RateLimitError, {"retry-after": "17"}),
+        (500, "api_error", anthropic.InternalServerError, {}),
+        (529, "overloaded_error", anthropic.InternalServerError, {}),
+    ],
+)
+def test_an_upstream_error_comes_back_as_it_was_and_leaves_an_event(
+    serve: Serve,
+    fake: FakeAnthropic,
+    store: Store,
+    status: int,
+    kind: str,
+    error: type[anthropic.APIStatusError],
+    headers: dict[str, str],
+) -> None:
+    fake.push(Reply.error(status, kind, f"upstream said {status}", headers))
+    fake.push(Reply.error(status, kind, f"upstream said {status}", headers))
+    messages = [{"role": "user", "content": "Will this work?"}]
+    with serve() as url:
+        with pytest.raises(error) as raised:
+            client(url).messages.create(
+                model=MODEL, max_tokens=8, messages=messages, extra_headers={"x-ccm-session": "e"}
+            )
+        with httpx2.Client() as http:
+            answer = http.post(
+                f"{url}/v1/messages",
+                json=body(messages, stream=True),
+                headers={**HEADERS, "x-ccm-session": "e"},
+            )
+    assert raised.value.status_code == status
+    assert answer.status_code == status
+    assert answer.content == fake.sent[-1]
+    for name, value in headers.items():
+        assert answer.headers[name] == value
+        assert raised.value.response.headers[name] == value
+    assert said(store, "e") == [("user", "Will this work?")]  # no reply, not even half
+    failures = events(store, "e", "upstream_error")
+    assert len(failures) == 2
+    assert failures[0]["args"] == {
+        "status": status,
+        "type": kind,
+        "message": f"upstream said {status}",
+    }
+
+
+def test_an_upstream_that_does_not_answer_in_time_is_a_504(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    fake.push(Reply(content=[{"type": "text", "text": "too late"}], delay=5))
+    with serve(timeout=0.5) as url, pytest.raises(anthropic.InternalServerError) as raised:
+        client(url).messages.create(
+            model=MODEL,
+            max_tokens=8,
+            messages=[{"role": "user", "content": "Are you there?"}],
+            extra_headers={"x-ccm-session": "slow"},
+        )
+    assert raised.value.status_code == 504
+    assert raised.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
+    assert said(store, "slow") == [("user", "Are you there?")]
+    assert [e["args"]["status"] for e in events(store, "slow", "upstream_error")] == [504]
+
+
+def test_an_unreachable_upstream_is_a_502(store: Store) -> None:
+    nowhere = Proxy(store, Settings(upstream="http://127.0.0.1:9")).app()
+    with Serving(nowhere) as url, pytest.raises(anthropic.APIStatusError) as raised:
+        client(url).messages.create(
+            model=MODEL,
+            max_tokens=8,
+            messages=[{"role": "user", "content": "Hello?"}],
+            extra_headers={"x-ccm-session": "down"},
+        )
+    assert raised.value.status_code == 502
+    assert said(store, "down") == [("user", "Hello?")]
+
+
+@pytest.mark.parametrize("how", ["cut", "error"])
+def test_a_stream_that_fails_leaves_the_user_turn_and_an_error_event(
+    serve: Serve, fake: FakeAnthropic, store: Store, how: str
+) -> None:
+    reply = Reply.text("This answer will never arrive whole, whatever the client does.")
+    if how == "cut":
+        reply.cut_after = 5
+    else:
+        reply.error_after = 5
+    fake.push(reply)
+    with (
+        serve() as url,
+        pytest.raises(anthropic.APIError),
+        client(url).messages.stream(
+            model=MODEL,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "Tell me everything."}],
+            extra_headers={"x-ccm-session": "broken"},
+        ) as stream,
+    ):
+        for _ in stream.text_stream:
+            pass
+    wait_for(lambda: bool(events(store, "broken", "upstream_error")))
+    assert said(store, "broken") == [("user", "Tell me everything.")]
+    (failure,) = events(store, "broken", "upstream_error")
+    assert failure["args"]["type"] == ("api_error" if how == "cut" else "overloaded_error")
+
+
+def test_a_client_that_hangs_up_mid_stream_loses_nothing(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    text = "A slow answer that goes on for a while, long after the client has gone. " * 3
+    fake.push(Reply(content=[{"type": "text", "text": text}], pace=0.02))
+    with serve() as url, httpx2.Client() as http:
+        with http.stream(
+            "POST",
+            f"{url}/v1/messages",
+            json=body([{"role": "user", "content": "Go on."}], stream=True),
+            headers={**HEADERS, "x-ccm-session": "gone"},
+        ) as answer:
+            first = next(answer.iter_raw())  # one piece, then hang up
+        assert first.startswith(b"event: message_start")
+        wait_for(lambda: len(said(store, "gone")) == 2)
+    assert said(store, "gone") == [("user", "Go on."), ("assistant", text)]
+    assert events(store, "gone", "upstream_error") == []
+
+
+# ---------------------------------------------------------------------------
+# other paths, and the key
+
+
+def test_other_paths_pass_through_and_record_nothing(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    with serve() as url:
+        counted = client(url).messages.count_tokens(
+            model=MODEL, messages=[{"role": "user", "content": "count me " * 20}]
+        )
+        with httpx2.Client() as http:
+            models = http.get(f"{url}/v1/models?limit=3", headers=HEADERS)
+            not_json = http.post(f"{url}/v1/messages", content=b"{oops", headers=HEADERS)
+    assert counted.input_tokens > 0
+    assert models.status_code == 200
+    assert models.json() == {"data": [], "path": "/v1/models"}
+    assert fake.received[-2].query == "limit=3"
+    assert not_json.status_code == 400  # the upstream says what is wrong with it
+    assert fake.received[-1].body == b"{oops"
+    assert store.sessions() == []
+
+
+def test_the_api_key_is_never_written(
+    serve: Serve,
+    fake: FakeAnthropic,
+    store: Store,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    fake.push(Reply.text("fine"), Reply.error(401, "authentication_error", "invalid x-api-key"))
+    fake.push(Reply(content=[{"type": "text", "text": "x"}], cut_after=3))
+    with serve(mode="manage") as url:
+        sdk = client(url)
+        messages = [{"role": "user", "content": "Remember: I like tea."}]
+        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
+        with pytest.raises(anthropic.AuthenticationError):
+            sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
+        with (
+            pytest.raises(anthropic.APIError),
+            sdk.messages.stream(model=MODEL, max_tokens=8, messages=messages) as stream,
+        ):
+            stream.get_final_message()
+        (session,) = store.sessions()
+        wait_for(lambda: len(events(store, session, "upstream_error")) == 2)
+    written = [p for p in store.root.rglob("*") if p.is_file()]
+    assert any(p.name == "raw.jsonl" for p in written)
+    for path in written:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert KEY not in caplog.text
+
+
+# ---------------------------------------------------------------------------
+# manage: ccm's context in place of the history
+
+TOPICS = [
+    "the staging database password rotation happens on Tuesdays at 14:00 UTC",
+    "the billing service is written in Go and deployed with Helm",
+    "the nightly export job writes parquet files to the archive bucket",
+    "the mobile app reads its feature flags from the config service",
+    "the search cluster runs three nodes with two replicas per shard",
+]
+
+
+def long_history(exchanges: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": f"{RULE} We are cleaning up the platform together."},
+        {"role": "assistant", "content": "Understood, every change goes through a pull request."},
+    ]
+    for number in range(exchanges):
+        topic = TOPICS[number % len(TOPICS)]
+        messages.append(
+            {
+                "role": "user",
+                "content": f"Note {number}: {topic}. Please check the runbook for step {number} "
+                "and tell me what it says about owners, alerts and the rollback plan.",
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Step {number} of the runbook lists the owners, the alerts to watch "
+                f"and a rollback plan; it agrees that {topic}.",
+            }
+        )
+    return messages
+
+
+def tool_round(number: int) -> list[dict[str, Any]]:
+    use = {
+        "type": "tool_use",
+        "id": f"toolu_{number}",
+        "name": "bash",
+        "input": {"command": f"pytest tests/test_parser.py -k case_{number}"},
+    }
+    result = {
+        "type": "tool_result",
+        "tool_use_id": f"toolu_{number}",
+        "content": f"case_{number} passed " + "log line " * 30,
+    }
+    return [
+        {"role": "assistant", "content": [{"type": "text", "text": "Running it."}, use]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+BASH = {
+    "name": "bash",
+    "description": "Run a shell command.",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+def pairs_whole(messages: list[dict[str, Any]]) -> bool:
+    """Every tool_result answers a tool_use of the message just before it, and every
+    tool_use is answered by the next message."""
+    for index, message in enumerate(messages):
+        content = message["content"] if isinstance(message["content"], list) else []
+        uses = {b["id"] for b in content if b.get("type") == "tool_use"}
+        results = {b["tool_use_id"] for b in content if b.get("type") == "tool_result"}
+        if results:
+            before = messages[index - 1] if index else {"content": []}
+            held = before["content"] if isinstance(before["content"], list) else []
+            if results != {b["id"] for b in held if b.get("type") == "tool_use"}:
+                return False
+        if uses:
+            after = messages[index + 1]["content"] if index + 1 < len(messages) else []
+            answered = {b["tool_use_id"] for b in after if b.get("type") == "tool_result"}
+            if uses != answered:
+                return False
+    return True
+
+
+def size_of(request: dict[str, Any]) -> int:
+    """What the request costs as ccm counts: its messages' text and ccm's system block."""
+    total = 0
+    for message in request["messages"]:
+        content = message["content"]
+        if isinstance(content, str):
+            total += tokens.count_tokens(content)
+        else:
+            for block in content:
+                if block.get("type") == "text":
+                    total += tokens.count_tokens(block["text"])
+                elif block.get("type") == "tool_use":
+                    total += tokens.count_tokens(json.dumps(block["input"]))
+                elif block.get("type") == "tool_result":
+                    total += tokens.count_tokens(str(block["content"]))
+    ccm_blocks = [b["text"] for b in request["system"] if b["text"].startswith("# Memory (ccm)")]
+    return total + sum(tokens.count_tokens(text) for text in ccm_blocks)
+
+
+def test_manage_sends_ccms_context_within_the_budget(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    history = long_history(60)
+    current: list[dict[str, Any]] = [{"role": "user", "content": "Now fix the flaky parser test."}]
+    for number in range(4):
+        current += tool_round(number)
+    messages = history + current
+    system = "You are a careful coding agent working in the platform repository."
+    budget = 2000
+    with serve(mode="manage", budget=budget) as url:
+        reply = client(url).messages.create(
+            model=MODEL,
+            max_tokens=64,
+            system=system,
+            messages=messages,
+            tools=[BASH],
+            extra_headers={"x-ccm-session": "platform"},
+        )
+    assert reply.content[0].type == "text"
+    upstream = fake.messages()[-1]
+    assert upstream["system"][0] == {"type": "text", "text": system}  # the caller's, first, whole
+    memory = upstream["system"][-1]["text"]
+    assert memory.startswith("# Memory (ccm)")
+    assert "never push straight to main" in memory  # the critical item, though its turn is gone
+    sent = upstream["messages"]
+    assert len(sent) < len(messages)
+    assert sent[0]["role"] == "user"
+    assert sent[-1] == messages[-1]  # the newest message last, unchanged
+    assert current[0] in sent  # the current exchange's prompt
+    assert pairs_whole(sent)
+    assert size_of(upstream) <= budget * 1.05
+    names = [tool["name"] for tool in upstream["tools"]]
+    assert names[0] == "bash" and "memory_recall" in names and "memory_expand" in names
+    # everything the caller sent is in raw.jsonl, once: prompts as user turns, results as tool turns
+    roles = [role for role, _ in said(store, "platform")]
+    assert roles.count("user") == 1 + 60 + 1
+    assert roles.count("tool") == 4
+    last_result = current[-1]["content"][0]
+    assert said(store, "platform")[-2] == ("tool", last_result["content"])
+
+
+def test_manage_recalls_what_the_question_is_about(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    history = long_history(60)
+    question = {
+        "role": "user",
+        "content": "When does the staging database password rotation happen?",
+    }
+    with serve(mode="manage", budget=1500) as url:
+        client(url).messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=[*history, question],
+            extra_headers={"x-ccm-session": "ops"},
+        )
+    sent = fake.messages()[-1]["messages"]
+    assert sent[0]["role"] == "user"
+    assert sent[0]["content"].startswith("[ccm] Recalled")
+    assert "Tuesdays at 14:00 UTC" in sent[0]["content"]
+    assert sent[-1] == question
+    assert "tools" not in fake.messages()[-1]  # a request without tools gets none
+
+
+def test_manage_sends_a_short_conversation_whole(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    messages = [
+        {"role": "user", "content": RULE},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "What is the rule about main?"},
+    ]
+    with serve(mode="manage", budget=3000) as url:
+        client(url).messages.create(
+            model=MODEL, max_tokens=64, system="Be kind.", messages=messages
+        )
+    upstream = fake.messages()[-1]
+    assert upstream["messages"] == messages  # all of it fits: nothing recalled, nothing cut
+    assert upstream["system"][0] == {"type": "text", "text": "Be kind."}
+
+
+def memory_round_request(url: str, stream: bool) -> Any:
+    sdk = client(url)
+    options: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 128,
+        "messages": [*long_history(30), {"role": "user", "content": "What did we say about Helm?"}],
+        "tools": [BASH],
+        "extra_headers": {"x-ccm-session": "mem"},
+    }
+    if not stream:
+        return sdk.messages.create(**options)
+    with sdk.messages.stream(**options) as events_seen:
+        kinds = [event.type for event in events_seen]
+        final = events_seen.get_final_message()
+    assert kinds.count("message_start") == 1 and kinds.count("message_stop") == 1
+    return final
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_proxy_answers_the_memory_tools_itself(
+    serve: Serve, fake: FakeAnthropic, store: Store, stream: bool
+) -> None:
+    fake.push(
+        Reply.tool_use("memory_recall", {"query": "billing service Helm"}, text="Let me look."),
+        Reply.text("The billing service is deployed with Helm."),
+    )
+    with serve(mode="manage", budget=1500) as url:
+        reply = memory_round_request(url, stream)
+    assert [block.type for block in reply.content] == ["text", "text"]
+    assert reply.content[-1].text == "The billing service is deployed with Helm."
+    assert reply.stop_reason == "end_turn"
+    first, second = fake.messages()[-2:]
+    assert first["messages"][-1]["content"] == "What did we say about Helm?"
+    result = second["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result"
+    assert "Helm" in result["content"]
+    assert second["messages"][-2]["content"][-1]["name"] == "memory_recall"
+    wait_for(lambda: said(store, "mem")[-1][0] == "assistant")
+    recalls = events(store, "mem", "recall")
+    assert recalls and recalls[-1]["who"] == "model"
+    assistant = [t for r, t in said(store, "mem") if r == "assistant"]
+    assert assistant[-1].endswith("The billing service is deployed with Helm.")
+    assert "memory_recall" not in assistant[-1]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_memory_rounds_are_bounded(
+    serve: Serve, fake: FakeAnthropic, store: Store, stream: bool
+) -> None:
+    fake.push(
+        Reply.tool_use("memory_recall", {"query": "Helm"}),
+        Reply.tool_use("memory_recall", {"query": "Go"}),
+        Reply.text("Enough looking."),
+    )
+    with serve(mode="manage", budget=1500, max_memory_calls=2) as url:
+        reply = memory_round_request(url, stream)
+    assert reply.content[-1].text == "Enough looking."
+    requests = fake.messages()[-3:]
+    assert "tool_choice" not in requests[0] and "tool_choice" not in requests[1]
+    assert requests[2]["tool_choice"] == {"type": "none"}  # the last round answers in words
+
+
+def test_a_caller_tool_call_reaches_the_caller(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    fake.push(Reply.tool_use("bash", {"command": "ls"}, id="toolu_caller"))
+    with serve(mode="manage", budget=1500) as url:
+        reply = memory_round_request(url, stream=False)
+    assert reply.stop_reason == "tool_use"
+    assert reply.content[-1].type == "tool_use" and reply.content[-1].name == "bash"
+    assert len(fake.messages()) == 1
+
+
+def test_commands_in_messages_are_run_and_are_events(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    fake.push(Reply.text('Noted. @create("the team deploys on Thursdays")'))
+    with serve() as url:
+        client(url).messages.create(
+            model=MODEL,
+            max_tokens=64,
+            messages=[{"role": "user", "content": 'Where were we? @recall("linter settings")'}],
+            extra_headers={"x-ccm-session": "cmd"},
+        )
+    wait_for(lambda: len(said(store, "cmd")) == 2)
+    kinds = {(e["who"], e["kind"]) for e in events(store, "cmd")}
+    assert ("user", "recall") in kinds
+    assert ("model", "create") in kinds
+    result = CliRunner().invoke(main, ["events", "cmd", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "the team deploys on Thursdays" in result.output
+
+
+# ---------------------------------------------------------------------------
+# the command
+
+
+def test_proxy_help_names_the_one_setting() -> None:
+    result = CliRunner().invoke(main, ["proxy", "--help"])
+    assert result.exit_code == 0
+    assert "ANTHROPIC_BASE_URL" in result.output
+    assert "--mode [observe|manage]" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--upstream", "api.anthropic.com"], "is not a URL"),
+        (["--mode", "rewrite"], "rewrite"),
+        (["--budget", "10"], "10"),
+    ],
+)
+def test_proxy_refuses_bad_options(args: list[str], words: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["proxy", *args])
+    assert result.exit_code != 0
+    assert words in result.output
