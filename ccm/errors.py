@@ -30,6 +30,10 @@ class InvalidSessionId(UsageError):
     """A session id that could escape the knowledge root or is not a usable name."""
 
 
+class OutsideRoot(CCMError):
+    """A path under the knowledge root that leads out of it (a symlink)."""
+
+
 class UnknownSession(CCMError):
     """The session does not exist under the knowledge root."""
 

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import heapq
 import itertools
+import logging
 import operator
 import os
 import re
@@ -33,6 +34,8 @@ import numpy as np
 from ccm import dates, lexical, tokens
 from ccm.engine.text import named_speaker, printable, sentences
 from ccm.store import Cursor, Store
+
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS units(
@@ -381,7 +384,19 @@ class Index:
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            try:
+                db = self._open()
+            except sqlite3.DatabaseError as exc:  # not a database, or a malformed one
+                self._set_aside(exc)
+                db = self._open()
+            self._postings = lexical.Postings(db)
+            self._db = db
+            self._counting = None
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -393,11 +408,30 @@ class Index:
             # large session are megabytes a query
             db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             db.executescript(SCHEMA)
-            self._postings = lexical.Postings(db)
+            db.execute("SELECT count(*) FROM progress").fetchone()  # its pages are readable
             db.execute(f"PRAGMA user_version={VERSION}")
-            self._db = db
-            self._counting = None
-        return self._db
+        except sqlite3.DatabaseError:
+            db.close()
+            raise
+        return db
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """A damaged index is only a cache: it is moved aside (kept for a look, one
+        copy) and built again from the sessions' logs."""
+        aside = self.path.with_name(self.path.name + ".damaged")
+        log.warning(
+            "%s is damaged (%s); set aside as %s and rebuilt from the sessions",
+            self.path,
+            exc,
+            aside.name,
+        )
+        os.replace(self.path, aside)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+        self._seen.clear()
+        self._vectors.clear()
+        self._tools.clear()
 
     @property
     def postings(self) -> lexical.Postings:

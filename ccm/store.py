@@ -47,7 +47,7 @@ from typing import Any
 from ccm import schemas
 from ccm.config import Config
 from ccm.config import load as load_config
-from ccm.errors import InvalidSessionId, SchemaError, UnknownSession
+from ccm.errors import InvalidSessionId, OutsideRoot, SchemaError, UnknownSession
 from ccm.paths import resolve_root
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,21 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def confine(root: Path, path: Path) -> Path:
+    """`path`, when it stays inside `root` with every symlink followed; else
+    `OutsideRoot`. The knowledge root is a confinement: ccm never reads or writes
+    through a link that leaves it (the root itself may be a link)."""
+    home = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != home and not real.startswith(home.rstrip(os.sep) + os.sep):
+        raise OutsideRoot(
+            f"{path} leads out of the knowledge root {root} (to {real})",
+            "ccm reads and writes only inside its root: put the file or folder itself "
+            "there in place of the link",
+        )
+    return path
 
 
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
@@ -567,26 +582,34 @@ class Store:
         return created
 
     def session_dir(self, session_id: str) -> Path:
-        return self.chats / check_session_id(session_id)
+        return confine(self.root, self.chats / check_session_id(session_id))
 
     def raw_path(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / RAW
+        return confine(self.root, self.session_dir(session_id) / RAW)
 
     def events_path(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / EVENTS
+        return confine(self.root, self.session_dir(session_id) / EVENTS)
 
     def quarantine_path(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / QUARANTINE
+        return confine(self.root, self.session_dir(session_id) / QUARANTINE)
 
     def sessions(self) -> list[str]:
-        """Every session folder under chats/, sorted by name."""
+        """Every session folder under chats/, sorted by name (a folder that leads out
+        of the root is left out, with a warning)."""
         if not self.chats.is_dir():
             return []
-        return sorted(
-            entry.name
-            for entry in self.chats.iterdir()
-            if entry.is_dir() and _SESSION_ID.fullmatch(entry.name)
-        )
+        found = []
+        for entry in self.chats.iterdir():
+            if not (entry.is_dir() and _SESSION_ID.fullmatch(entry.name)):
+                continue
+            try:
+                for path in (entry, entry / RAW, entry / EVENTS):
+                    confine(self.root, path)
+            except OutsideRoot as exc:
+                log.warning("%s; left out", exc)
+                continue
+            found.append(entry.name)
+        return sorted(found)
 
     def require_session(self, session_id: str) -> Path:
         folder = self.session_dir(session_id)

@@ -537,8 +537,23 @@ def _derive(store: Store, report: IngestReport) -> None:
         folder = store.session_dir(result.session)
         if not (folder / "raw.jsonl").exists():
             continue  # nothing was ever imported into it
-        if result.added or not (folder / "manifest.yaml").exists():
+        if result.added or _behind(store, result.session):
             derived = derive_tiers.update(store, result.session)
             index.update(result.session, derived.tiers.manifest)
             report.derived.append(result.session)
     index.close()
+
+
+def _behind(store: Store, session: str) -> bool:
+    """Whether the session's tiers may not hold all of raw.jsonl: none were written, or
+    the log changed after the engine last read it (an ingest killed between its append
+    and its update, a writer that does not derive)."""
+    from ccm import derive as derive_tiers
+
+    if not (store.session_dir(session) / "manifest.yaml").exists():
+        return True
+    try:
+        read = derive_tiers.cache_path(store, session).stat().st_mtime_ns
+    except OSError:
+        return True
+    return store.raw_path(session).stat().st_mtime_ns > read

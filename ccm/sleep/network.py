@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,7 +133,8 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
     if not 0 <= layer <= 3:
         raise UsageError(f"--layer {layer}: the layers are 0 to 3")
     folder = folder.absolute()
-    if folder == store.root or store.root in folder.parents:
+    real, home = Path(os.path.realpath(folder)), Path(os.path.realpath(store.root))
+    if real == home or home in real.parents:
         raise UsageError(f"{folder} is inside the knowledge root", "export to a folder outside it")
     marker = folder / MARKER
     previous: list[str] = []

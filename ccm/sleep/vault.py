@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ccm.errors import CCMError
-from ccm.store import EVENTS, RAW, Store, atomic_write, atomic_write_many, is_temp_file
+from ccm.store import (
+    EVENTS,
+    RAW,
+    Store,
+    atomic_write,
+    atomic_write_many,
+    confine,
+    is_temp_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +157,7 @@ def write_files(root: Path, files: dict[str, bytes]) -> None:
         path = root / relative
         by_folder[path.parent][path.name] = data
     for folder in sorted(by_folder):
-        atomic_write_many(folder, by_folder[folder])
+        atomic_write_many(confine(root, folder), by_folder[folder])
 
 
 def read_bytes(path: Path) -> bytes | None:
