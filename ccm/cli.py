@@ -44,6 +44,31 @@ def _setup_logging() -> None:
     )
 
 
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[str]
+else:  # generic only in newer click
+    _ParamType = click.ParamType
+
+
+class _Session(_ParamType):
+    """A session id, or a unique prefix of one (as git takes a commit's)."""
+
+    name = "session"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ccm.errors import CCMError
+
+        if ctx is None:
+            return str(value)
+        try:
+            return _store(ctx).resolve_session(str(value))
+        except CCMError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SESSION = _Session()
+
+
 def _store(ctx: click.Context) -> Store:
     """The store for ``--root`` (or CCM_HOME, or ~/.knowledge), built on first use."""
     from ccm import tokens
@@ -302,7 +327,7 @@ def _print_outcomes(outcomes: list[Any], as_json: bool) -> None:
 def _memory_command(name: str, doc: str, text_option: bool = False) -> None:
     """Register ``ccm NAME SESSION TARGET...``, one memory operation."""
 
-    @click.argument("session")
+    @click.argument("session", type=SESSION)
     @click.argument("targets", nargs=-1, required=True)
     @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
     @click.pass_context
@@ -334,7 +359,7 @@ _memory_command("compress", "Keep only the summary of segments.", text_option=Tr
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.argument("targets", nargs=-1, required=True)
 @click.option("--by", "delta", type=float, default=1.0, show_default=True, help="How much to add.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
@@ -352,7 +377,7 @@ def importance(
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
@@ -365,7 +390,7 @@ def note(ctx: click.Context, session: str, text: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.argument("file_or_text")
 @click.option("--who", default="user", show_default=True, help="Who wrote the commands.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as JSON.")
@@ -397,7 +422,7 @@ def apply(ctx: click.Context, session: str, file_or_text: str, who: str, as_json
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.argument("event_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
@@ -410,7 +435,7 @@ def undo(ctx: click.Context, session: str, event_id: str | None, as_json: bool) 
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -445,7 +470,7 @@ def events(ctx: click.Context, session: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option("--add", "add", metavar="TEXT", help="Mark TEXT as critical.")
 @click.option("--json", "as_json", is_flag=True, help="Print the items as JSON.")
 @click.pass_context
@@ -474,7 +499,7 @@ def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -506,7 +531,7 @@ def health(ctx: click.Context, session: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option(
     "--strategy",
     type=click.Choice(["summarize", "selective", "aggressive"]),
@@ -543,7 +568,7 @@ def compact(ctx: click.Context, session: str, strategy: str, dry_run: bool, as_j
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option("--json", "as_json", is_flag=True, help="Print the sections as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -566,7 +591,7 @@ def summary(ctx: click.Context, session: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option(
     "--budget", type=click.IntRange(min=50), help="Token budget (default: context.budget_tokens)."
 )
@@ -984,7 +1009,7 @@ def _parse_range(text: str | None) -> tuple[int, int | None]:
 
 
 @main.command()
-@click.argument("session")
+@click.argument("session", type=SESSION)
 @click.option("--turns", "turn_range", metavar="A:B", help="Only turns A to B (A:, :B, N).")
 @click.option("--json", "as_json", is_flag=True, help="Print the raw entries as JSON.")
 @click.pass_context
@@ -996,6 +1021,13 @@ def show(ctx: click.Context, session: str, turn_range: str | None, as_json: bool
     first, last = _parse_range(turn_range)
     turns, bad, _ = store.read_turns(session)
     chosen = [t for t in turns if t["turn"] >= first and (last is None or t["turn"] <= last)]
+    if turn_range and not chosen and not bad:
+        from ccm.errors import UsageError
+
+        held = f"turns {turns[0]['turn']}-{turns[-1]['turn']}" if turns else "no turns"
+        raise UsageError(
+            f"--turns {turn_range}: session {session} has {held}", "pass a range inside it"
+        )
     if as_json:
         _emit_json(chosen)
     elif chosen:

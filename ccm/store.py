@@ -47,7 +47,7 @@ from typing import Any
 from ccm import schemas
 from ccm.config import Config
 from ccm.config import load as load_config
-from ccm.errors import InvalidSessionId, OutsideRoot, SchemaError, UnknownSession
+from ccm.errors import InvalidSessionId, OutsideRoot, SchemaError, UnknownSession, UsageError
 from ccm.paths import resolve_root
 
 log = logging.getLogger(__name__)
@@ -610,6 +610,20 @@ class Store:
                 continue
             found.append(entry.name)
         return sorted(found)
+
+    def resolve_session(self, name: str) -> str:
+        """`name`, or the one session whose id starts with it (as git takes a commit
+        prefix); an ambiguous prefix is an error that lists the candidates. A name
+        that matches nothing comes back as it is (`require_session` says so)."""
+        if (self.chats / name).is_dir() or not name:
+            return name
+        matches = [s for s in self.sessions() if s.startswith(name)]
+        if len(matches) > 1:
+            shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+            raise UsageError(
+                f"session prefix '{name}' is ambiguous: {shown}", "give more of the id"
+            )
+        return matches[0] if matches else name
 
     def require_session(self, session_id: str) -> Path:
         folder = self.session_dir(session_id)

@@ -205,6 +205,27 @@ def test_show_an_unknown_session(chat: Path) -> None:
     assert "`ccm sessions` lists them" in result.stderr
 
 
+def test_show_a_range_past_the_end_says_what_the_session_holds(chat: Path) -> None:
+    result = ccm("show", "chat", "--turns", "99:100")
+
+    assert result.exit_code == 2
+    assert "--turns 99:100: session chat has turns 1-5" in result.stderr
+
+
+def test_a_unique_prefix_names_a_session(chat: Path, tmp_path: Path) -> None:
+    other = tmp_path / "chit.jsonl"
+    other.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n", encoding="utf-8")
+    assert ccm("ingest", str(other)).exit_code == 0
+
+    shown = ccm("show", "cha", "--turns", "1", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)[0]["content"] == "How fast is inotify?"
+    assert ccm("events", "chi", "--json").exit_code == 0
+    ambiguous = ccm("show", "ch")
+    assert ambiguous.exit_code == 2
+    assert "session prefix 'ch' is ambiguous: chat, chit" in ambiguous.stderr
+
+
 @pytest.mark.parametrize("bad_range", ["a:b", "1:x", "two"])
 def test_show_a_bad_range_is_a_usage_error(bad_range: str, chat: Path) -> None:
     result = ccm("show", "chat", "--turns", bad_range)

@@ -296,6 +296,27 @@ def test_only_the_changed_session_is_read_again(vault: Path, tmp_path: Path) -> 
     assert "review in the morning" in (vault / "chats/reading-notes/reading-notes.md").read_text()
 
 
+def test_a_lost_state_costs_one_full_run_even_for_one_session(vault: Path) -> None:
+    def graph(report: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in report["network"].items() if k != "written"}
+
+    whole = graph(consolidate_json(vault))
+    assert whole["nodes"] > 2
+    (vault / ".ccm" / "sleep.state").unlink()
+
+    report = consolidate_json(vault, "--session", "reading-notes")
+
+    assert sorted(report["sessions"]["consolidated"]) == [
+        "deploy-checklist",
+        "ledger-sync",
+        "reading-notes",
+    ]
+    assert graph(report) == whole  # not shrunk to one session's conclusions
+    again = consolidate_json(vault, "--session", "reading-notes")
+    assert again["sessions"]["consolidated"] == ["reading-notes"]
+    assert graph(again) == whole
+
+
 def test_a_dry_run_writes_nothing(vault: Path) -> None:
     before = snapshot(vault)
 

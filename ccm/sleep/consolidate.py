@@ -210,7 +210,8 @@ def consolidate(
 ) -> Report:
     """Consolidate what changed since the last run; see the module docstring.
 
-    `sessions` forces those sessions to be read again (and only those); `since`
+    `sessions` forces those sessions to be read again (and only those, but for any
+    the last run's state does not hold: a lost state costs one full run); `since`
     (an ISO date or time) leaves out sessions whose last turn is older. `start` is
     called with the number of sessions to read, `progress` after each one.
     """
@@ -241,13 +242,17 @@ def _run(
     present = store.sessions()
     for name in sessions or ():
         store.require_session(name)
-    chosen = list(sessions) if sessions else present
+    # with `sessions`, those are read again, and the others only when the state has
+    # nothing of them (it was lost): the graph is always of every session
+    forced = set(sessions or ())
+    chosen = present if not sessions else [s for s in present if s in forced or s not in cached]
     to_read: list[str] = []
     signatures: dict[str, list[int]] = {}
     for session in chosen:
         signatures[session] = vault.signature(store, session)
         entry = cached.get(session)
-        if sessions or entry is None or entry.get("signature") != signatures[session]:
+        stale = entry is None or (not sessions and entry.get("signature") != signatures[session])
+        if session in forced or stale:
             if since and _last_ts(store, session)[: len(since)] < since:
                 report.skipped.append({"session": session, "why": f"no turn since {since}"})
                 continue
