@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import json
 import logging
@@ -44,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ccm import derive
+from ccm import derive, locks
 from ccm.errors import CCMError
 from ccm.index import Index
 from ccm.paths import socket_path
@@ -83,7 +82,7 @@ class RootLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locks.lock(fd, wait=False)
         except OSError as exc:
             os.close(fd)
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
@@ -122,11 +121,11 @@ def running(store: Store) -> int | None:
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        locks.lock(fd, shared=True, wait=False)
     except OSError:
         return holder(path) or -1  # held: a daemon runs (pid unknown if not yet written)
     else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        locks.unlock(fd)
         return None
     finally:
         os.close(fd)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -44,7 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ccm import schemas
+from ccm import locks, schemas
 from ccm.config import Config
 from ccm.config import load as load_config
 from ccm.errors import InvalidSessionId, OutsideRoot, SchemaError, UnknownSession, UsageError
@@ -415,7 +414,7 @@ class LockedLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            locks.lock(self._fd)
         except BaseException:
             os.close(self._fd)
             raise
@@ -428,7 +427,7 @@ class LockedLog:
         tb: TracebackType | None,
     ) -> None:
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            locks.unlock(self._fd)
         finally:
             os.close(self._fd)
             self._fd = -1

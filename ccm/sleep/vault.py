@@ -9,7 +9,6 @@ and still never replaces a note a person edited (each note carries its own hash)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import marshal
 import os
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ccm import locks
 from ccm.errors import CCMError
 from ccm.store import (
     EVENTS,
@@ -50,7 +50,7 @@ def run_lock(store: Store) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locks.lock(fd, wait=False)
         except BlockingIOError as exc:
             raise CCMError(
                 f"another ccm consolidate is running on {store.root} (it holds {path})",

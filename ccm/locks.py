@@ -1,0 +1,48 @@
+"""Advisory file locks, the one place that knows the platform.
+
+On POSIX a lock is ``flock`` on the file itself (shared or exclusive, released when
+the descriptor closes, also by a crash). Windows has byte-range locks
+(``msvcrt.locking``), which are mandatory: ccm locks one byte far past the end of any
+log, so that a reader, who never locks, is never refused; there a shared lock is
+exclusive. Either way a lock that cannot be taken at once raises `BlockingIOError`
+when ``wait=False``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import time
+
+if sys.platform == "win32":
+    import msvcrt
+
+    _BYTE = 2**31 - 2  # the byte locked: past the end of any log
+    _RETRY = 0.01  # seconds between attempts while waiting
+
+    def lock(fd: int, shared: bool = False, wait: bool = True) -> None:
+        while True:
+            os.lseek(fd, _BYTE, os.SEEK_SET)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError as exc:
+                if not wait:
+                    raise BlockingIOError(errno.EAGAIN, "the file is locked") from exc
+            time.sleep(_RETRY)
+
+    def unlock(fd: int) -> None:
+        os.lseek(fd, _BYTE, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def lock(fd: int, shared: bool = False, wait: bool = True) -> None:
+        """Lock the open file `fd` (blocking unless ``wait=False``)."""
+        kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        fcntl.flock(fd, kind if wait else kind | fcntl.LOCK_NB)
+
+    def unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
