@@ -285,7 +285,8 @@ for _index, (_kind, _anchors, _pattern) in enumerate(CUES):
 # in an assistant's answer a check mark decorates a heading or a list; a user's says done
 _DECORATION = frozenset("\u2705\u2714\u2611")
 # one scan of a turn finds the anchors it holds (an assistant's: of its kinds only, and
-# not its decoration)
+# not its decoration); longest first, equal lengths alphabetically (not in the order of
+# a set, which changes with the hash seed)
 _SCAN = {
     role: re.compile(
         "|".join(
@@ -297,8 +298,7 @@ _SCAN = {
                     for a in anchors
                     if role == "user" or (kind in ASSISTANT_KINDS and a not in _DECORATION)
                 },
-                key=len,
-                reverse=True,
+                key=lambda anchor: (-len(anchor), anchor),
             )
         )
     )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -214,6 +214,13 @@ def _idf(state: State, term: str) -> float:
     return math.log((1 + state["docs"]) / (1 + state["df"].get(term, 0))) + 1.0
 
 
+def _idf_sum(state: State, found: Iterable[str]) -> float:
+    """The idf weights of a set of terms added up: exactly (`math.fsum`), so that the
+    total does not depend on the order the set is read in, which changes with the hash
+    seed: a plain sum may differ in its last bit and flip a tie between two sentences."""
+    return math.fsum([_idf(state, t) for t in found])
+
+
 def _tfidf_top(state: State, counts: Counter[str], limit: int) -> list[str]:
     df, log, top = state["df"].get, math.log, 1 + state["docs"]
     weights = {t: c * (log(top / (1 + df(t, 0))) + 1.0) for t, c in counts.items()}
@@ -248,7 +255,7 @@ def central_turns(state: State, open_turns: list[list[Any]], top: list[str]) -> 
         found = set(entry[9])
         if not found:
             continue
-        score = sum(_idf(state, t) for t in found & wanted) / math.sqrt(len(found))
+        score = _idf_sum(state, found & wanted) / math.sqrt(len(found))
         if entry[1] == "user":
             score *= 1.2
         if position == 0:
@@ -334,7 +341,7 @@ def summarize(
             found = set(terms(sentence))
             if len(found) < 3:
                 continue
-            score = sum(_idf(state, t) for t in found & wanted) / math.sqrt(len(found))
+            score = _idf_sum(state, found & wanted) / math.sqrt(len(found))
             if entry[1] == "user":
                 score *= 1.2
             if entry[0] == first_turn and index == 0:
@@ -819,7 +826,9 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     if failure:
         _retract(state, number, turn_terms)
 
-    unique = set(turn_terms)
+    # the turn's distinct terms in the order said (not a set's, which changes with the
+    # hash seed): the order of `df` and of the reference bumps is part of the state
+    unique = dict.fromkeys(turn_terms)
     df = state["df"]
     for term in unique:
         df[term] = df.get(term, 0) + 1
@@ -843,7 +852,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     state["last_ts"] = ts_text or state["last_ts"]
 
 
-def _mark_references(state: State, unique: set[str], number: int) -> None:
+def _mark_references(state: State, unique: Iterable[str], number: int) -> None:
     """A user turn refers to the closed segments it shares three of their key terms
     with; a term of every topic, or of the whole conversation, tells nothing."""
     hits: Counter[int] = Counter()
@@ -854,7 +863,7 @@ def _mark_references(state: State, unique: set[str], number: int) -> None:
         if bucket and len(bucket) <= COMMON_BUCKET and df.get(term, 0) <= common:
             hits.update(bucket)
     segments = state["segments"]
-    for segment_index, shared in hits.items():
+    for segment_index, shared in sorted(hits.items()):  # bumped in segment order
         segment = segments[segment_index]
         if shared >= 3 and segment["last"] < number - 2:
             segment["referenced"] = number
