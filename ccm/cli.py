@@ -216,6 +216,8 @@ def ingest(
         _emit_json(report.as_dict())
     else:
         _print_ingest(report)
+    for notice in report.warnings:
+        click.echo(f"Warning: {notice.describe()}", err=True)
     problems = [r.describe() for r in report.rejected] + report.errors
     if problems:
         _fail(problems)

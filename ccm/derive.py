@@ -23,7 +23,16 @@ from typing import Any
 from ccm import yamlio
 from ccm.engine.fold import Params, State, fold, new_state
 from ccm.engine.render import RenderCache, Tiers, render
-from ccm.store import Cursor, Signature, Store, atomic_write, signature
+from ccm.store import (
+    BadLine,
+    Cursor,
+    Line,
+    Signature,
+    Store,
+    atomic_write,
+    scan_jsonl,
+    signature,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,11 +180,15 @@ class Engine:
         if rebuild or not self._still_valid(params):
             rebuilt = self._fresh_start(params, rebuild)
         assert self.state is not None
-        turns, bad, self.cursor = store.read_turns(session, self.cursor)
-        if bad:
-            store.quarantine(session, bad)
+        turns, bad, repeated, self.cursor = _read_turns(
+            store, session, self.cursor, self.state["last_turn"]
+        )
+        if bad or repeated:
+            store.quarantine(session, bad + repeated)
             for line in bad:
                 log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
+            for line in repeated:
+                log.warning("%s", line.describe())
         fold(self.state, turns, params)
         self.key = params.key()
         raw = store.raw_path(session)
@@ -288,6 +301,65 @@ def update(store: Store, session: str, rebuild: bool = False) -> Derived:
     if keeper is not None and not rebuild:
         return keeper(store, session)
     return Engine(store, session).update(rebuild=rebuild)
+
+
+def _read_turns(
+    store: Store, session: str, start: Cursor, last: int
+) -> tuple[list[dict[str, Any]], list[BadLine], list[BadLine], Cursor]:
+    """`Store.read_turns` (the valid turns after `start`, the bad lines, the new cursor),
+    with the turns whose number does not follow the one before (`last` before `start`)
+    set apart as the third item.
+
+    ccm numbers turns 1, 2, 3... under the session's lock, so a repeated or earlier
+    number is a line added by hand. raw.jsonl is never rewritten: the line stays where
+    it is, is kept in quarantine.jsonl with the reason, and the tiers skip it, so their
+    turn numbers stay those of raw.jsonl (and a rebuild gives what the updates gave)."""
+    path = store.raw_path(session)
+    turns: list[dict[str, Any]] = []
+    bad: list[BadLine] = []
+    repeated: list[tuple[Line, int]] = []
+    cursor = start
+    if path.exists():
+        for line in scan_jsonl(path, start, "raw_entry"):
+            cursor = line.cursor
+            if line.bad is not None:
+                bad.append(line.bad)
+            elif line.record is not None:
+                if line.record["turn"] <= last:
+                    repeated.append((line, last))
+                    continue
+                last = line.record["turn"]
+                turns.append(line.record)
+    return turns, bad, _repeats(path, repeated), cursor
+
+
+def _repeats(path: Path, lines: list[tuple[Line, int]]) -> list[BadLine]:
+    """The lines whose turn number does not follow `last`, as bad lines (their bytes read
+    back for the quarantine)."""
+    if not lines:
+        return []
+    found = []
+    with open(path, "rb") as handle:
+        for line, last in lines:
+            assert line.record is not None
+            handle.seek(line.offset)
+            raw = handle.read(line.end - line.offset).rstrip(b"\n").rstrip(b"\r")
+            number = line.record["turn"]
+            found.append(
+                BadLine(
+                    str(path),
+                    line.number,
+                    line.offset,
+                    f"turn {number} repeats an earlier turn number (the turn before it is "
+                    f"{last}); the line stays in raw.jsonl, is kept in quarantine.jsonl, "
+                    "and is skipped",
+                    raw,
+                    "to keep it as a turn, append it again with the next turn number, one "
+                    "more than the highest in raw.jsonl; raw.jsonl is append-only: never "
+                    "edit or remove its lines",
+                )
+            )
+    return found
 
 
 def _write(

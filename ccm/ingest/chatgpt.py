@@ -3,7 +3,8 @@
 Only the visible branch of each conversation is kept: edits and regenerations are
 the other children of a node, and the user never saw them as part of the thread.
 Everything here tolerates odd shapes, because exports change without notice; only an
-input that is not JSON (or a ZIP without conversations) raises `FormatError`.
+input that is not JSON (or a ZIP without conversations) raises `FormatError`. An
+export is recognised by its content, whatever its file name (`looks_like_export`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import re
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from ccm.errors import FormatError, InvalidSessionId
-from ccm.ingest.lines import load_document
+from ccm.ingest.lines import load_document, without_bom
 from ccm.ingest.model import (
     Parsed,
     ParseOptions,
@@ -36,6 +38,11 @@ ROLES = frozenset({"system", "user", "assistant", "tool"})
 CONVERSATIONS_FILE = re.compile(r"conversations(-\d+)?\.json")
 ZIP_MAGIC = b"PK\x03\x04"
 HASH_CHARS = 8
+SNIFF_BYTES = 1 << 20  # how much of a file `looks_like_export` reads
+# a conversation object's keys, as the export writes them before its "mapping"
+_SNIFF_MAPPING = re.compile(rb'"mapping"\s*:\s*\{')
+CONVERSATION_KEYS = frozenset({"title", "create_time", "current_node", "conversation_id"})
+_SNIFF_CONVERSATION = re.compile(rb'"(title|create_time|current_node|conversation_id)"\s*:')
 
 # What a message's content becomes: (text, "") or (None, reason it is skipped).
 Converted = tuple[str | None, str]
@@ -53,6 +60,45 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
         if session is not None:
             parsed.sessions.append(session)
     return parsed
+
+
+# ---------------------------------------------------------------------------
+# recognising an export
+
+
+def is_export(head: bytes, complete: bool) -> bool:
+    """Whether `head`, the start of a JSON file (all of it when `complete`), is a ChatGPT
+    export: an array of conversations (or one conversation), each a "mapping" of nodes
+    with a title, a time or a current node.
+
+    A complete file is parsed; the start of a larger one is matched: an array or object
+    whose text has a "mapping" object and one of those keys."""
+    text = without_bom(head).lstrip()
+    if text[:1] not in (b"[", b"{"):
+        return False
+    if not complete:
+        return bool(_SNIFF_MAPPING.search(text) and _SNIFF_CONVERSATION.search(text))
+    try:
+        document = json.loads(text.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    items = document if isinstance(document, list) else [document]
+    first = next((item for item in items if isinstance(item, dict)), None)
+    return (
+        first is not None
+        and isinstance(first.get("mapping"), dict)
+        and not CONVERSATION_KEYS.isdisjoint(first)
+    )
+
+
+def looks_like_export(path: Path) -> bool:
+    """Whether the file at `path` holds a ChatGPT export, by its content (its first MiB)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(SNIFF_BYTES + 1)
+    except OSError:
+        return False
+    return is_export(head[:SNIFF_BYTES], len(head) <= SNIFF_BYTES)
 
 
 # ---------------------------------------------------------------------------
@@ -79,23 +125,29 @@ def _as_list(document: Any, where: str) -> list[Any]:
 
 
 def _zip_members(data: bytes, name: str) -> list[tuple[str, bytes]]:
-    """The conversation files of an export ZIP; large exports split them in -NNN parts."""
+    """The conversation files of an export ZIP; large exports split them in -NNN parts.
+    Without a file of those names, any .json file that holds conversations."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            files = [info for info in archive.infolist() if not info.is_dir()]
             members = sorted(
                 info.filename
-                for info in archive.infolist()
-                if not info.is_dir()
-                and CONVERSATIONS_FILE.fullmatch(posixpath.basename(info.filename))
+                for info in files
+                if CONVERSATIONS_FILE.fullmatch(posixpath.basename(info.filename))
             )
             found = [(member, archive.read(member)) for member in members]
+            if not found:
+                others = sorted(i.filename for i in files if i.filename.endswith(".json"))
+                found = [(member, archive.read(member)) for member in others]
+                found = [(member, payload) for member, payload in found if is_export(payload, True)]
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
         raise FormatError(f"{name}: unreadable ZIP file: {exc}", HINT) from exc
     except (RuntimeError, NotImplementedError, ValueError) as exc:  # encrypted, odd codec
         raise FormatError(f"{name}: cannot extract from ZIP file: {exc}", HINT) from exc
     if not found:
         raise FormatError(
-            f"{name}: ZIP file has no conversations.json or conversations-NNN.json",
+            f"{name}: ZIP file has no conversations.json, conversations-NNN.json or other "
+            "JSON file of conversations",
             "pass the ChatGPT data export ZIP, or the conversations.json inside it",
         )
     return found

@@ -298,6 +298,8 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     parsed = parser.parsed
     records: list[_Record] = []
     title: str | None = None
+    # a transcript is read while Claude Code writes it: a last line caught half written
+    # is left for the next import without a word (no `warnings`)
     for number, offset, raw, value in json_lines(data, name, options, fallback, parsed.skipped):
         if isinstance(value, Rejected):
             parsed.rejected.append(value)

@@ -3,7 +3,8 @@
 Optional keys are kept: ``ts`` (ISO-8601 or epoch), ``id`` (makes re-import
 idempotent), ``tool``, ``meta``; a ``turn`` of the source is kept as
 ``meta.source_turn`` because ccm numbers turns itself. ``content`` may also be a
-list of Messages-API text blocks.
+list of Messages-API text blocks. A ``ts`` that is not a date is replaced by the time
+of the import, with a warning naming the line, and kept as ``meta.original_ts``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from pathlib import PurePath
 from typing import Any
 
 from ccm.ingest.lines import json_lines
-from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn, normalise_ts
+from ccm.ingest.model import (
+    Notice,
+    Parsed,
+    ParseOptions,
+    Rejected,
+    SourceSession,
+    SourceTurn,
+    normalise_ts,
+)
 from ccm.store import slug_session_id
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -21,6 +30,7 @@ HINT = (
     'each line must be a JSON object with "role" (user, assistant, system or tool) '
     'and "content" (a string)'
 )
+TS_HINT = 'write "ts" as ISO-8601 (2024-01-17T10:00:00Z) or epoch seconds, or leave it out'
 
 
 def default_session(name: str, fallback: str) -> str:
@@ -40,14 +50,18 @@ def _content(value: Any) -> str | None:
     return None
 
 
-def _turn(value: dict[str, Any]) -> SourceTurn | str:
-    """A turn, or the reason the object is not one."""
+def _turn(value: dict[str, Any]) -> SourceTurn | tuple[str, str]:
+    """A turn, or why the object is not one and how to fix it."""
+    if "role" not in value:
+        return 'missing "role"', 'add "role": "user" (or assistant, system, tool) to the line'
     role = value.get("role")
     if role not in ROLES:
-        return f"role must be one of {', '.join(ROLES)}, found {json.dumps(role)[:40]}"
+        return f"role must be one of {', '.join(ROLES)}, found {json.dumps(role)[:40]}", HINT
+    if "content" not in value:
+        return 'missing "content"', 'add "content": "..." with the text of the turn to the line'
     content = _content(value.get("content"))
     if content is None:
-        return f'"content" must be a string, found {type(value.get("content")).__name__}'
+        return f'"content" must be a string, found {type(value.get("content")).__name__}', HINT
     turn = SourceTurn(role=str(role), content=content, ts=normalise_ts(value.get("ts")))
     if isinstance(value.get("id"), str | int) and str(value["id"]):
         turn.id = str(value["id"])
@@ -62,17 +76,44 @@ def _turn(value: dict[str, Any]) -> SourceTurn | str:
     return turn
 
 
+def _not_an_object(value: Any) -> tuple[str, str]:
+    if isinstance(value, list):
+        return (
+            "expected a JSON object, found a JSON array",
+            'put each message on a line of its own, as {"role": ..., "content": ...}',
+        )
+    return f"expected a JSON object, found {type(value).__name__}", HINT
+
+
+def _ts_notice(given: Any, name: str, number: int) -> Notice:
+    shown = json.dumps(given, ensure_ascii=False)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return Notice(
+        name,
+        number,
+        f'"ts" {shown} is not a date: the time of the import is stored instead, '
+        "and the given value is kept as meta.original_ts",
+        TS_HINT,
+    )
+
+
 def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
     session_id = options.session or default_session(name, "stdin")
     session = SourceSession(session_id, "jsonl")
     parsed = Parsed(sessions=[session])
-    for number, offset, raw, value in json_lines(data, name, options, session_id, parsed.skipped):
+    lines = json_lines(data, name, options, session_id, parsed.skipped, parsed.warnings)
+    for number, offset, raw, value in lines:
         if isinstance(value, Rejected):
             parsed.rejected.append(value)
             continue
-        turn = _turn(value) if isinstance(value, dict) else "expected a JSON object"
-        if isinstance(turn, str):
-            parsed.rejected.append(Rejected(name, number, turn, HINT, raw, session_id, offset))
+        turn = _turn(value) if isinstance(value, dict) else _not_an_object(value)
+        if isinstance(turn, tuple):
+            error, hint = turn
+            parsed.rejected.append(Rejected(name, number, error, hint, raw, session_id, offset))
             continue
+        given = value.get("ts")
+        if turn.ts is None and given is not None:
+            turn.meta["original_ts"] = given
+            parsed.warnings.append(_ts_notice(given, name, number))
         session.turns.append(turn)
     return parsed

@@ -8,15 +8,62 @@ from collections.abc import Iterator
 from typing import Any
 
 from ccm.errors import FormatError
-from ccm.ingest.model import ParseOptions, Rejected
+from ccm.ingest.model import Notice, ParseOptions, Rejected
+
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some editors put first
+_WIDE_BOMS = (  # longest first: UTF-32 LE starts like UTF-16 LE
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+UTF8_HINT = "save the file as UTF-8 and import it again"
+
+
+def without_bom(data: bytes) -> bytes:
+    """`data` without a UTF-8 byte order mark at its start."""
+    return data[len(BOM) :] if data.startswith(BOM) else data
+
+
+def wide_encoding(data: bytes) -> str | None:
+    """'UTF-16' or 'UTF-32' when `data` starts with that encoding's byte order mark."""
+    return next((name for mark, name in _WIDE_BOMS if data.startswith(mark)), None)
+
+
+def first_lines(data: bytes, count: int) -> Iterator[bytes]:
+    """The first `count` lines of `data`, whole however long (without copying the rest)."""
+    start = 0
+    for _ in range(count):
+        if start >= len(data):
+            return
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        yield data[start:end]
+        start = end + 1
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON; write null or a number")
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: NaN and Infinity, which Python's json would accept, are errors (the
+    store writes only what any JSON reader can read back)."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 def load_document(data: bytes, where: str, hint: str) -> Any:
     """One whole JSON document, strictly UTF-8 (`json.loads` on bytes would also guess
-    UTF-16 and UTF-32); anything else is a `FormatError` naming `where`."""
+    UTF-16 and UTF-32; a UTF-8 byte order mark is fine); anything else is a
+    `FormatError` naming `where`."""
     try:
         return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
+        wide = wide_encoding(data)
+        if wide is not None:
+            raise FormatError(
+                f"{where}: not UTF-8 text but {wide}: save it as UTF-8", hint
+            ) from exc
         raise FormatError(f"{where}: not UTF-8 text ({exc.reason})", hint) from exc
     except RecursionError as exc:
         raise FormatError(f"{where}: JSON nested too deeply", hint) from exc
@@ -37,16 +84,19 @@ def json_lines(
     options: ParseOptions,
     session: str | None,
     skipped: Counter[str] | None = None,
+    warnings: list[Notice] | None = None,
 ) -> Iterator[tuple[int, int, bytes, Any | Rejected]]:
     """Yield ``(line_number, offset, raw, value_or_rejected)`` for each non-blank line.
 
     A line that is too long, not UTF-8 or not JSON becomes a `Rejected` naming the
     file and line, to be quarantined in `session`; the other lines still import. An
     unterminated last line that does not parse is a writer mid-line (a live
-    transcript): it is counted in `skipped` as ``incomplete_last_line`` and left for
-    the next import, not reported as an error.
+    transcript): it is counted in `skipped` as ``incomplete_last_line``, said in
+    `warnings` if given, and left for the next import, not an error. A UTF-8 byte
+    order mark at the start is not part of line 1 (offsets still count it). Line
+    ends may be CRLF.
     """
-    offset = 0
+    offset = len(BOM) if data.startswith(BOM) else 0
     number = 0
     size = len(data)
     while offset < size:
@@ -68,12 +118,23 @@ def json_lines(
             continue
         if newline < 0 and skipped is not None:
             try:
-                json.loads(raw.decode("utf-8"))
+                loads(raw.decode("utf-8"))
             except (ValueError, RecursionError):
                 skipped["incomplete_last_line"] += 1
+                if warnings is not None:
+                    warnings.append(
+                        Notice(
+                            name,
+                            number,
+                            "the last line is incomplete (no newline at its end, and not "
+                            "complete JSON); it is skipped for now",
+                            "it is imported once its writer completes it; if the file was "
+                            "cut off, complete or remove that line and import it again",
+                        )
+                    )
                 return
         try:
-            value = json.loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
+            value = loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
         except UnicodeDecodeError as exc:
             yield _reject(
                 where, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", "save the file as UTF-8"

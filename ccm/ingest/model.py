@@ -83,12 +83,29 @@ class Rejected:
 
 
 @dataclass
+class Notice:
+    """Something an importer accepted but changed or left for later, said with where it
+    was and what to do about it (a warning: the input still imports)."""
+
+    source: str  # file path, or '-' for stdin
+    line: int | None  # 1-based line in the input, when line-based
+    message: str
+    hint: str | None = None
+
+    def describe(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        text = f"{where}: {self.message}"
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+@dataclass
 class Parsed:
     """Everything an importer found in one input."""
 
     sessions: list[SourceSession] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     rejected: list[Rejected] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
 
 
 _CANONICAL = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")

@@ -23,7 +23,7 @@ from typing import Any
 from ccm import schemas
 from ccm.errors import CCMError, FormatError, UsageError
 from ccm.ingest.jsonl import default_session
-from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
+from ccm.ingest.model import Notice, Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import BadLine, Store, check_session_id, slug_session_id, utc_now
 
 FORMATS = ("jsonl", "claude-code", "chatgpt", "anthropic", "locomo")
@@ -106,33 +106,68 @@ def _line_kind(value: Any) -> str | None:
         return "claude-code"
     if "role" in value and "content" in value:
         return "jsonl"
+    if "type" not in value and ("role" in value or "content" in value):
+        return "jsonl"  # a message missing a key: the importer says which
     return None
 
 
 def detect_format(data: bytes, name: str) -> str | None:
     """Recognise an input by its content; None for an empty input (nothing to import);
-    raise `FormatError` when it is none of ours."""
+    raise `FormatError` when it is none of ours, saying what it is instead."""
+    from ccm.ingest.lines import UTF8_HINT, first_lines, wide_encoding, without_bom
+
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise FormatError(f"{name}: {wide} text, not UTF-8", UTF8_HINT)
+    data = without_bom(data)
     if not data.strip():
         return None
     if data.startswith(b"PK\x03\x04"):
         return "chatgpt"
+    document: Any = None
     if data.lstrip()[:1] in (b"[", b"{"):
         try:
-            kind = _json_kind(json.loads(data.decode("utf-8-sig")))
+            document = json.loads(data.decode("utf-8"))
         except (ValueError, RecursionError):
-            kind = None
+            document = None
+        kind = _json_kind(document)
         if kind:
             return kind
-    for raw in data[: 1 << 20].split(b"\n")[:50]:
+        if document == []:
+            return None  # an export without conversations
+    problem = None  # what the lines are instead, when none is JSON
+    for raw in first_lines(data, 50):
         if not raw.strip():
             continue
         try:
             kind = _line_kind(json.loads(raw.decode("utf-8")))
-        except (ValueError, RecursionError):
+        except UnicodeDecodeError:
+            problem = problem or "not UTF-8 text"
+            continue
+        except RecursionError:
+            problem = problem or "JSON nested too deeply"
+            continue
+        except ValueError:
+            problem = problem or "not JSON"
             continue
         if kind:
             return kind
-    raise FormatError(f"{name}: cannot tell what format this is", FORMAT_HINT)
+        problem = "no line in it is a message or a Claude Code record"
+    raise _unknown(name, document, problem)
+
+
+def _unknown(name: str, document: Any, problem: str | None) -> FormatError:
+    """Why an input is none of the formats, as the error to raise."""
+    items = document if isinstance(document, list) else []
+    if any(isinstance(item, dict) and ("role" in item or "content" in item) for item in items):
+        return FormatError(
+            f"{name}: a JSON array of messages, not JSON lines",
+            'put each message on a line of its own, as {"role": ..., "content": ...}',
+        )
+    if isinstance(document, dict | list):
+        shape = "object" if isinstance(document, dict) else "array"
+        problem = f"a JSON {shape} in none of the formats ccm reads"
+    return FormatError(f"{name}: cannot tell what format this is: {problem}", FORMAT_HINT)
 
 
 # ---------------------------------------------------------------------------
@@ -161,21 +196,33 @@ def expand_inputs(paths: Iterable[str]) -> list[Input]:
                 if p.is_file()
                 and (
                     (p.suffix == ".jsonl" and p.name != "history.jsonl")
-                    or (p.suffix == ".json" and p.name.startswith("conversations"))
+                    or (p.suffix == ".json" and _chatgpt_export(p))
                     or (p.suffix == ".zip")
                 )
             )
             if not found:
                 raise UsageError(
-                    f"{given}: no .jsonl transcripts or conversations*.json exports inside",
-                    "point at a Claude Code projects folder, a session file or a ChatGPT export",
+                    f"{given}: nothing to import inside: no .jsonl transcripts, and no "
+                    ".json or .zip file holding a ChatGPT export",
+                    "point at a Claude Code projects folder, a session file or a ChatGPT "
+                    "export; a file of another format is imported by its own path",
                 )
             inputs.extend(Input(str(p), p, p.stat().st_size) for p in found)
         elif path.is_file():
             inputs.append(Input(given, path, path.stat().st_size))
         else:
-            raise UsageError(f"{given}: no such file or directory")
+            raise UsageError(
+                f"{given}: no such file or directory",
+                "check the path; pass - to read standard input",
+            )
     return inputs
+
+
+def _chatgpt_export(path: Path) -> bool:
+    """Whether a .json file is a ChatGPT export: by its name, else by its content."""
+    from ccm.ingest.chatgpt import looks_like_export
+
+    return path.name.startswith("conversations") or looks_like_export(path)
 
 
 # ---------------------------------------------------------------------------
@@ -208,6 +255,7 @@ class IngestReport:
     sessions: dict[str, SessionResult] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
     rejected: list[Rejected] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)  # imported, but changed or left
     errors: list[str] = field(default_factory=list)  # inputs that could not be read at all
     derived: list[str] = field(default_factory=list)  # sessions whose tiers were updated
 
@@ -239,6 +287,10 @@ class IngestReport:
                     "session": r.session,
                 }
                 for r in self.rejected
+            ],
+            "warnings": [
+                {"source": w.source, "line": w.line, "message": w.message, "hint": w.hint}
+                for w in self.warnings
             ],
             "errors": self.errors,
             "derived": self.derived,
@@ -519,6 +571,9 @@ def _ingest_input(
     for bad in parsed.rejected:  # where in the whole input
         bad.line = None if bad.line is None else bad.line + start[0]
         bad.offset = None if bad.offset is None else bad.offset + start[1]
+    for notice in parsed.warnings:
+        notice.line = None if notice.line is None else notice.line + start[0]
+    report.warnings.extend(parsed.warnings)
     if parsed.rejected:
         quarantine_rejected(
             store, parsed.rejected, options.session or default_session(name, "stdin")
