@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from ccm import dates, lexical, tokens
+from ccm import dates, lexical, locks, tokens
 from ccm.engine.text import named_speaker, printable, sentences
 from ccm.store import Cursor, Store
 
 log = logging.getLogger(__name__)
+
+OPEN_LOCK = "index.lock"  # held while the index is opened (see `Index.db`)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS units(
@@ -384,12 +386,22 @@ class Index:
     def db(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # one process or thread at a time creates the schema (or finds the file
+            # damaged): two first opens of a new root race otherwise
+            fd = os.open(self.path.with_name(OPEN_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                db = self._open()
-            except sqlite3.DatabaseError as exc:  # not a database, or a malformed one
-                self._set_aside(exc)
-                db = self._open()
-            self._postings = lexical.Postings(db)
+                locks.lock(fd)
+                try:
+                    db = self._open()
+                except sqlite3.OperationalError:
+                    raise  # busy or locked: not damage
+                except sqlite3.DatabaseError as exc:  # not a database, or a malformed one
+                    self._set_aside(exc)
+                    db = self._open()
+                postings = lexical.Postings(db)
+            finally:
+                os.close(fd)  # releases the lock
+            self._postings = postings
             self._db = db
             self._counting = None
         return self._db

@@ -82,14 +82,21 @@ _JOINS = frozenset("_.-,")
 _porter = snowballstemmer.stemmer("porter")
 
 
+STEM_MAX = 64  # longer words are kept whole (FTS5_PORTER_MAX_TOKEN)
+
+
 @lru_cache(maxsize=1 << 17)
 def stem(word: str) -> str:
     """One lower-cased word as the index keeps it: the diacritics of Latin letters
     removed (as unicode61 does: "cafés" is "cafes", kana and Cyrillic keep their
-    marks), then Porter-stemmed when ASCII (as FTS5's porter tokenizer does)."""
+    marks), then Porter-stemmed when ASCII and 3 to `STEM_MAX` characters long (as
+    FTS5's porter tokenizer does; the stemmer's time grows with the square of a word's
+    length, and a pasted blob is one long word)."""
     if not word.isascii():
         word = "".join(_fold(c) for c in word)
-    return str(_porter.stemWord(word)) if word.isascii() and len(word) > 2 else word
+    if word.isascii() and 2 < len(word) <= STEM_MAX:
+        return str(_porter.stemWord(word))
+    return word
 
 
 def _fold(char: str) -> str:

@@ -388,16 +388,16 @@ class Proxy:
         async with lock:
             try:
                 recorded = await _run(live.record_request, self.store, session, body)
-            except (CCMError, OSError) as exc:
-                log.error("%s: could not record the request: %s", session, exc)
+            except Exception as exc:  # the caller is never refused for ccm's sake
+                log.error("%s: could not record the request: %s", session, exc, exc_info=True)
                 return _Call(request, session, body, raw, None, False, None)
             if self.settings.mode != "manage":
                 return _Call(request, session, body, raw, None, False, recorded.system)
             offered = self._offers_tools(body)
             try:
                 sent = await _run(live.managed, self.store, body, recorded, self.budget, offered)
-            except (CCMError, OSError) as exc:
-                log.error("%s: could not assemble the context: %s", session, exc)
+            except Exception as exc:  # the index, the engine...: sent unmanaged
+                log.error("%s: could not assemble the context: %s", session, exc, exc_info=True)
                 return _Call(request, session, body, raw, None, False, recorded.system)
         outgoing = json.dumps(sent, ensure_ascii=False).encode("utf-8")
         return _Call(request, session, body, outgoing, sent, offered, recorded.system)
@@ -509,6 +509,7 @@ class Proxy:
     ) -> None:
         splice = Splice(call.offered)
         seen = Reassembly()  # what the caller was sent
+        recorded = False
         try:
             for number in range(self.settings.max_memory_calls + 1):
                 view = Reassembly()  # this round's reply, as the upstream sent it
@@ -518,9 +519,15 @@ class Proxy:
                         for frame in frames.feed(chunk):
                             view.add(frame)
                             out = splice.out(frame, view, number < self.settings.max_memory_calls)
-                            if out is not None:
-                                seen.add(out)
-                                queue.put_nowait(out.raw)
+                            if out is None:
+                                continue
+                            seen.add(out)
+                            if out.event == "message_stop" and seen.message and seen.complete:
+                                # recorded before the caller has the end of it: its next
+                                # request may follow at once, and repeats the reply
+                                await self._replied(call, seen.message)
+                                recorded = True
+                            queue.put_nowait(out.raw)
                 except httpx2.HTTPError as exc:  # cut off, or too slow: told below
                     log.warning("%s: the upstream stream broke: %s", call.session, exc)
                 finally:
@@ -546,7 +553,7 @@ class Proxy:
                     return
                 response = opened
                 splice.next_round()
-            if seen.message is not None and seen.complete:
+            if seen.message is not None and seen.complete and not recorded:
                 await self._replied(call, seen.message)
         except Exception as exc:  # a task's failure must reach the log, and the caller an end
             log.exception("%s: the streamed reply failed: %s", call.session, exc)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from ccm.cli import main
 from ccm.errors import OutsideRoot
+from ccm.index import Index
 from ccm.ingest.model import ParseOptions
 from ccm.ingest.pipeline import append_session, importer
 from ccm.store import Store
@@ -171,6 +173,30 @@ def test_a_damaged_index_is_set_aside_and_rebuilt(
     ingested = ccm(root, "ingest", str(source), "-s", "more")
     assert ingested.exit_code == 0, ingested.output
     assert ccm(root, "recall", "cache layer deploy", "-s", "more").exit_code == 0
+
+
+def test_first_opens_of_a_new_index_do_not_race(tmp_path: Path) -> None:
+    """Threads (or processes) that open a root's index for the first time together all
+    get it, and none mistakes another's half-made schema for damage."""
+    for trial in range(12):
+        store = Store(tmp_path / f"root-{trial}")
+        store.init()
+        failures: list[BaseException] = []
+
+        def open_it(store: Store = store, failures: list[BaseException] = failures) -> None:
+            try:
+                with Index(store) as index:
+                    index.db.execute("SELECT count(*) FROM units").fetchone()
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        assert not (store.cache / "index.sqlite.damaged").exists()
 
 
 # ---------------------------------------------------------------------------

@@ -367,3 +367,16 @@ def test_a_focused_turn_keeps_within_its_tokens(words: list[str], most: int) -> 
     shown = index.focused(text, lexical.stems(WORDS[:2]), most, 1)
     if shown is not None:  # its lines, each with its line break
         assert sum(tokens.count_tokens(line) + 1 for line in shown.splitlines()) <= most
+
+
+def test_words_longer_than_fts5_stems_are_kept_whole() -> None:
+    """As FTS5's porter tokenizer (64 bytes at most): a pasted blob is one long word,
+    and the stemmer's time grows with the square of its length."""
+    from ccm.lexical import STEM_MAX, stem
+
+    stemmed = "x" * (STEM_MAX - 7) + "walking"
+    assert stem(stemmed) == "x" * (STEM_MAX - 7) + "walk"
+    whole = "x" * (STEM_MAX - 6) + "walking"
+    assert stem(whole) == whole
+    blob = "ab" * 500_000 + "ing"
+    assert stem(blob) == blob

@@ -18,9 +18,9 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from ccm import derive, tokens
+from ccm import derive, live, tokens
 from ccm.cli import main
-from ccm.proxy import Proxy, Settings
+from ccm.proxy import Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Reply, Serving
 
@@ -371,6 +371,41 @@ def test_a_client_that_hangs_up_mid_stream_loses_nothing(
         wait_for(lambda: len(said(store, "gone")) == 2)
     assert said(store, "gone") == [("user", "Go on."), ("assistant", text)]
     assert events(store, "gone", "upstream_error") == []
+
+
+def test_a_streamed_reply_is_recorded_before_the_caller_has_its_end(
+    serve: Serve, fake: FakeAnthropic, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller that stops reading at message_stop and asks again at once finds its
+    last answer already recorded: nothing twice, nothing out of order."""
+    slow = live.record_reply
+
+    def slow_disk(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(live, "record_reply", slow_disk)
+    messages: list[dict[str, Any]] = []
+    with serve() as url, httpx2.Client(timeout=30) as http:
+        for number in range(3):
+            messages.append({"role": "user", "content": f"question {number}"})
+            with http.stream(
+                "POST",
+                f"{url}/v1/messages",
+                json=body(messages, stream=True),
+                headers={**HEADERS, "x-ccm-session": "quick"},
+            ) as answer:
+                frames, reply = Frames(), Reassembly()
+                for chunk in answer.iter_raw():
+                    for frame in frames.feed(chunk):
+                        reply.add(frame)
+                    if reply.complete:
+                        break  # the answer is whole: ask the next question now
+            assert reply.message is not None
+            messages.append({"role": "assistant", "content": reply.message["content"][0]["text"]})
+        wait_for(lambda: len(said(store, "quick")) >= 6)
+        time.sleep(0.5)  # a late second record would land now
+    assert said(store, "quick") == [(m["role"], m["content"]) for m in messages]
 
 
 # ---------------------------------------------------------------------------
