@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/graph.py
 	$(BIN)/python benchmarks/consolidate.py
 	$(BIN)/python benchmarks/hook.py
+	$(BIN)/python benchmarks/proxy.py
 
 docs: $(STAMP)
 	$(BIN)/python docs/generate_cli.py
