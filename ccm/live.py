@@ -222,7 +222,9 @@ def managed(
         ),
         None,
     )
-    query = _text_of(messages[start]) if messages else ""
+    # the newest prompt's words, as read when it was recorded
+    said = recorded.turns[slice(*recorded.spans[start])] if messages else []
+    query = "\n".join(t.content for t in said if t.role == "user")
     if first_turn is not None and first_turn <= _first_said(store, recorded.session):
         query = ""  # the whole conversation is in the messages: nothing to recall
     context = assemble(
@@ -291,19 +293,6 @@ def _is_prompt(message: Any) -> bool:
     return isinstance(content, list) and any(
         not (isinstance(b, dict) and b.get("type") == "tool_result") for b in content
     )
-
-
-def _text_of(message: Any) -> str:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
-    return ""
 
 
 def _system_blocks(system: Any) -> list[dict[str, Any]]:

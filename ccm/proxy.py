@@ -205,19 +205,19 @@ class Reassembly:
             block.setdefault("citations", []).append(delta.get("citation"))
 
 
+def _is_memory_call(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and block.get("name") in live.MEMORY_TOOL_NAMES
+    )
+
+
 def _memory_calls(content: list[Any]) -> tuple[list[dict[str, Any]], bool]:
     """The memory tool calls in a reply's content, and whether it calls other tools."""
-    calls = [
-        b
-        for b in content
-        if isinstance(b, dict)
-        and b.get("type") == "tool_use"
-        and b.get("name") in live.MEMORY_TOOL_NAMES
-    ]
+    calls = [b for b in content if _is_memory_call(b)]
     others = any(
-        isinstance(b, dict)
-        and b.get("type") == "tool_use"
-        and b.get("name") not in live.MEMORY_TOOL_NAMES
+        isinstance(b, dict) and b.get("type") == "tool_use" and not _is_memory_call(b)
         for b in content
     )
     return calls, others
@@ -225,15 +225,7 @@ def _memory_calls(content: list[Any]) -> tuple[list[dict[str, Any]], bool]:
 
 def _shown(content: list[Any]) -> list[Any]:
     """What the caller sees of a reply: all but the memory tool calls."""
-    return [
-        b
-        for b in content
-        if not (
-            isinstance(b, dict)
-            and b.get("type") == "tool_use"
-            and b.get("name") in live.MEMORY_TOOL_NAMES
-        )
-    ]
+    return [b for b in content if not _is_memory_call(b)]
 
 
 class Splice:
@@ -265,8 +257,7 @@ class Splice:
         if kind in ("content_block_start", "content_block_delta", "content_block_stop"):
             index = int(data.get("index", -1))
             if kind == "content_block_start":
-                block = data.get("content_block") or {}
-                if block.get("type") == "tool_use" and block.get("name") in live.MEMORY_TOOL_NAMES:
+                if _is_memory_call(data.get("content_block")):
                     self.hidden.add(index)
                 else:
                     self.index[index] = self.next_index
@@ -509,7 +500,6 @@ class Proxy:
     ) -> None:
         splice = Splice(call.offered)
         seen = Reassembly()  # what the caller was sent
-        recorded = False
         try:
             for number in range(self.settings.max_memory_calls + 1):
                 view = Reassembly()  # this round's reply, as the upstream sent it
@@ -522,11 +512,10 @@ class Proxy:
                             if out is None:
                                 continue
                             seen.add(out)
-                            if out.event == "message_stop" and seen.message and seen.complete:
+                            if out.event == "message_stop" and seen.message is not None:
                                 # recorded before the caller has the end of it: its next
                                 # request may follow at once, and repeats the reply
                                 await self._replied(call, seen.message)
-                                recorded = True
                             queue.put_nowait(out.raw)
                 except httpx2.HTTPError as exc:  # cut off, or too slow: told below
                     log.warning("%s: the upstream stream broke: %s", call.session, exc)
@@ -553,8 +542,6 @@ class Proxy:
                     return
                 response = opened
                 splice.next_round()
-            if seen.message is not None and seen.complete and not recorded:
-                await self._replied(call, seen.message)
         except Exception as exc:  # a task's failure must reach the log, and the caller an end
             log.exception("%s: the streamed reply failed: %s", call.session, exc)
         finally:

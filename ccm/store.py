@@ -584,13 +584,17 @@ class Store:
         return confine(self.root, self.chats / check_session_id(session_id))
 
     def raw_path(self, session_id: str) -> Path:
-        return confine(self.root, self.session_dir(session_id) / RAW)
+        return self._session_file(session_id, RAW)
 
     def events_path(self, session_id: str) -> Path:
-        return confine(self.root, self.session_dir(session_id) / EVENTS)
+        return self._session_file(session_id, EVENTS)
 
     def quarantine_path(self, session_id: str) -> Path:
-        return confine(self.root, self.session_dir(session_id) / QUARANTINE)
+        return self._session_file(session_id, QUARANTINE)
+
+    def _session_file(self, session_id: str, name: str) -> Path:
+        # one resolution covers the folder and the file
+        return confine(self.root, self.chats / check_session_id(session_id) / name)
 
     def sessions(self) -> list[str]:
         """Every session folder under chats/, sorted by name (a folder that leads out
