@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ccm import tokens
+from ccm import derive, tokens
+from ccm.store import Store
+
+if TYPE_CHECKING:
+    from tests.fakeapi import FakeAnthropic
 
 # The machine that runs the suite may be busy: never fail a property because generating
 # its examples was slow (the examples, not their speed, are what is tested).
@@ -48,3 +54,27 @@ def copy_fixture(tmp_path: Path):  # type: ignore[no-untyped-def]
         return target
 
     return copy
+
+
+@pytest.fixture
+def store() -> Store:
+    """The knowledge root of CCM_HOME, created."""
+    root = Store()
+    root.init()
+    return root
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    """The local fake of the Anthropic API, served on 127.0.0.1 (`tests/fakeapi.py`)."""
+    from tests.fakeapi import FakeAnthropic
+
+    with FakeAnthropic() as running:
+        yield running
+
+
+@pytest.fixture
+def kept_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engines kept in memory between requests, as a long-lived server (`ccm proxy`,
+    `ccm mcp`) keeps them."""
+    monkeypatch.setattr(derive, "keeper", derive.Keeper(16))

@@ -14,15 +14,10 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from fakeapi import FakeAnthropic, Reply
+
+from tests.fakeapi import FakeAnthropic, Reply
 
 MODEL = "claude-test-1"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as api:
-        yield api
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from click.testing import CliRunner
 
-from ccm import derive, live, tokens
+from ccm import live, tokens
 from ccm.cli import main
 from ccm.proxy import Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
@@ -30,23 +30,7 @@ HEADERS = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
 RULE = "Important: never push straight to main; every change goes through a pull request."
 
 
-@pytest.fixture
-def store() -> Store:
-    store = Store()
-    store.init()
-    return store
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def keeper(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The proxy keeps engines in memory as `ccm proxy` does."""
-    monkeypatch.setattr(derive, "keeper", derive.Keeper(8))
+pytestmark = pytest.mark.usefixtures("kept_engines")  # as `ccm proxy` keeps them
 
 
 Serve = Callable[..., Any]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,7 @@ import anthropic
 import pytest
 from anthropic.types import MessageParam
 
-from ccm import derive, live
+from ccm import live
 from ccm.proxy import Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Serving
@@ -41,23 +40,7 @@ MODEL = "claude-test"
 TIMEOUT = 300.0  # seconds one request may take: a bound against a hang, not a measure
 
 
-@pytest.fixture
-def store() -> Store:
-    store = Store()
-    store.init()
-    return store
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as running:
-        yield running
-
-
-@pytest.fixture(autouse=True)
-def keeper(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The proxy keeps engines in memory as `ccm proxy` does."""
-    monkeypatch.setattr(derive, "keeper", derive.Keeper(16))
+pytestmark = pytest.mark.usefixtures("kept_engines")  # as `ccm proxy` keeps them
 
 
 @dataclass
