@@ -40,7 +40,6 @@ import calendar
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import MODEL, NOUNS, write_session  # noqa: E402
+from benchmarks.timing import summary  # noqa: E402
 
 TARGET_MS = 300.0
 EVENTS = ("prompt-recall", "prompt-casual", "SessionStart", "PreCompact", "Stop")
@@ -64,18 +64,6 @@ CONTEXT_BUDGET = 4000  # of the reference `ccm context` (raised when ccm refuses
 
 def _progress(message: str) -> None:
     print(f"[hook bench] {message}", file=sys.stderr, flush=True)
-
-
-def _ms(values: list[float]) -> dict[str, Any]:
-    ordered = sorted(values)
-    p95 = ordered[round(0.95 * (len(ordered) - 1))]
-    return {
-        "runs": len(ordered),
-        "p50_ms": round(statistics.median(ordered) * 1000, 1),
-        "p95_ms": round(p95 * 1000, 1),
-        "max_ms": round(ordered[-1] * 1000, 1),
-        "p95_target_ratio": round(p95 * 1000 / TARGET_MS, 2),
-    }
 
 
 def _iso(ms: int) -> str:
@@ -292,7 +280,7 @@ def measure(
         "transcript_mb": round(info.bytes / 1e6, 1),
         "first_ms": round(first * 1000, 1),
         "context_budget": budget,
-        "events": {label: _ms(values) for label, values in times.items()},
+        "events": {label: summary(values, TARGET_MS) for label, values in times.items()},
     }
 
 

@@ -49,7 +49,6 @@ import contextlib
 import json
 import logging
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -65,6 +64,7 @@ import anthropic  # noqa: E402
 from anthropic.types import Message  # noqa: E402
 
 from benchmarks.generate import write_session  # noqa: E402
+from benchmarks.timing import summary  # noqa: E402
 from ccm import derive, live, tokens  # noqa: E402
 from ccm.proxy import KEPT_ENGINES, Proxy, Settings  # noqa: E402
 from ccm.store import Store  # noqa: E402
@@ -82,17 +82,6 @@ MAX_BUDGET = 512_000
 
 def _progress(message: str) -> None:
     print(f"[proxy bench] {message}", file=sys.stderr, flush=True)
-
-
-def _ms(values: list[float]) -> dict[str, Any]:
-    ordered = sorted(values)
-    p95 = ordered[round(0.95 * (len(ordered) - 1))]
-    return {
-        "runs": len(ordered),
-        "p50_ms": round(statistics.median(ordered) * 1000, 1),
-        "p95_ms": round(p95 * 1000, 1),
-        "max_ms": round(ordered[-1] * 1000, 1),
-    }
 
 
 def conversation(turns: int, seed: int, work: Path) -> list[dict[str, Any]]:
@@ -272,13 +261,13 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
             entry: dict[str, Any] = {"first_ms": first, "modes": {}, "added": {}}
             for client in clients:
                 entry["modes"][client.mode] = {
-                    call: _ms(client.times[call]) for call in CALLS if client.times[call]
+                    call: summary(client.times[call]) for call in CALLS if client.times[call]
                 }
                 entry["modes"][client.mode]["wrong_answers"] = client.wrong
                 if client.mode == "direct":
                     continue
                 entry["added"][client.mode] = {
-                    call: _ms(
+                    call: summary(
                         [p - d for p, d in zip(client.times[call], direct.times[call], strict=True)]
                     )
                     for call in CALLS
