@@ -30,6 +30,8 @@ from ccm.store import (
     Signature,
     Store,
     atomic_write,
+    probe,
+    resumable,
     scan_jsonl,
     signature,
 )
@@ -74,7 +76,8 @@ def _load_cache(
     if cached.get("key") != params.key():
         log.info("%s: engine parameters changed; rebuilding", session)
         return None, None
-    if cached.get("inode") != st.st_ino or int(cached.get("offset", -1)) > st.st_size:
+    offset = int(cached.get("offset", -1))
+    if not resumable(raw, st, cached.get("inode"), offset, cached.get("probe")):
         log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", session)
         return None, None
     state = cached.get("state")
@@ -89,6 +92,7 @@ def _save_cache(store: Store, session: str, params: Params, state: State, cursor
         "format": CACHE_FORMAT,
         "key": params.key(),
         "inode": raw.stat().st_ino if raw.exists() else None,
+        "probe": probe(raw, cursor.offset),
         "offset": cursor.offset,
         "line": cursor.line,
         "state": state,
@@ -124,6 +128,7 @@ class Engine:
         self.cursor = Cursor()
         self.key = ""
         self.inode: int | None = None
+        self.cut = False  # the log was found shorter than read: never resume from the cache
         self.render_cache = RenderCache()
         # what the derived files held when last written or read, and the manifest's
         # segments as encoded runs: a long-lived engine compares and encodes the
@@ -155,10 +160,13 @@ class Engine:
             st = self.store.raw_path(self.session).stat()
         except FileNotFoundError:
             return False
-        if st.st_ino != self.inode or st.st_size < self.cursor.offset:
+        if st.st_size < self.cursor.offset:
             log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", self.session)
+            self.cut = True
             return False
-        return True
+        # a new inode: the cache says whether the bytes are the ones folded (a moved
+        # or restored root) or the log was replaced
+        return st.st_ino == self.inode
 
     def update(
         self, rebuild: bool = False, save: bool = True, durable: bool = True, later: bool = False
@@ -178,7 +186,8 @@ class Engine:
         params = Params.from_config(config)
         rebuilt = False
         if rebuild or not self._still_valid(params):
-            rebuilt = self._fresh_start(params, rebuild)
+            rebuilt = self._fresh_start(params, rebuild or self.cut)
+            self.cut = False
         assert self.state is not None
         turns, bad, repeated, self.cursor = _read_turns(
             store, session, self.cursor, self.state["last_turn"]

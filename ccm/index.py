@@ -33,11 +33,12 @@ import numpy as np
 
 from ccm import dates, lexical, locks, tokens
 from ccm.engine.text import named_speaker, printable, sentences
-from ccm.store import Cursor, Store
+from ccm.store import Cursor, Store, probe, resumable
 
 log = logging.getLogger(__name__)
 
 OPEN_LOCK = "index.lock"  # held while the index is opened (see `Index.db`)
+PROBE_KEY = "probe:"  # meta key (+ session): the `store.probe` of the raw bytes indexed
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS units(
@@ -509,13 +510,24 @@ class Index:
         return [row[0] for row in self.db.execute("SELECT session FROM progress ORDER BY session")]
 
     def drop(self, session: str) -> None:
+        with self._writing():
+            self._forget(session)
+
+    def _forget(self, session: str) -> None:
+        """Remove all the index holds of `session` (inside a write transaction)."""
         self._seen.pop(session, None)
         self._tools.pop(session, None)
-        with self._writing():
-            self.db.execute("DELETE FROM units WHERE session=?", (session,))
-            self.db.execute("DELETE FROM progress WHERE session=?", (session,))
-            self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
-            self.postings.drop(session)
+        self.db.execute("DELETE FROM units WHERE session=?", (session,))
+        self.db.execute("DELETE FROM progress WHERE session=?", (session,))
+        self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
+        self.db.execute("DELETE FROM meta WHERE key=?", (PROBE_KEY + session,))
+        self.postings.drop(session)
+
+    def _probe(self, session: str) -> str | None:
+        """The `store.probe` of the bytes of raw.jsonl indexed so far."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (PROBE_KEY + session,))
+        found = row.fetchone()
+        return str(found[0]) if found else None
 
     def update(self, session: str, manifest: dict[str, Any] | None = None) -> int:
         """Index what was appended to the session since the last update; returns units written."""
@@ -596,12 +608,9 @@ class Index:
 
     def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
         inode, cursor = self._progress(session)
-        if inode != st.st_ino or cursor.offset > st.st_size:
-            self._seen.pop(session, None)
-            self.db.execute("DELETE FROM units WHERE session=?", (session,))
-            self.db.execute("DELETE FROM progress WHERE session=?", (session,))
-            self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
-            self.postings.drop(session)
+        raw = self.store.raw_path(session)
+        if not resumable(raw, st, inode, cursor.offset, self._probe(session)):
+            self._forget(session)
             cursor = Cursor()
         lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
         written = 0
@@ -645,6 +654,10 @@ class Index:
                 "ON CONFLICT(session) DO UPDATE SET inode=excluded.inode, "
                 "offset=excluded.offset, line=excluded.line, tools=max(tools, excluded.tools)",
                 (session, st.st_ino, cursor.offset, cursor.line, int(tools)),
+            )
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (PROBE_KEY + session, probe(raw, cursor.offset)),
             )
         if manifest is not None:
             written += self._segments(session, manifest)

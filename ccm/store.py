@@ -151,6 +151,50 @@ def signature(st: os.stat_result) -> Signature:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+PROBE_SPAN = 64 * 1024
+
+
+def probe(path: Path, offset: int) -> str:
+    """A digest of the first `offset` bytes of `path` as far as a resumed reader cares:
+    the offset, the first and the last 64 KiB before it. "" when the file is missing
+    or shorter. Saved beside a read position, it tells a copy of the file (a moved or
+    restored root: a new inode, the same bytes) from a file cut short or replaced."""
+    import hashlib
+
+    digest = hashlib.blake2b(str(offset).encode(), digest_size=16)
+    head_size = min(offset, PROBE_SPAN)
+    tail_from = max(head_size, offset - PROBE_SPAN)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(head_size)
+            handle.seek(tail_from)
+            tail = handle.read(offset - tail_from)
+    except OSError:
+        return ""
+    if len(head) < head_size or len(tail) < offset - tail_from:
+        return ""
+    digest.update(head)
+    digest.update(tail)
+    return digest.hexdigest()
+
+
+def resumable(
+    path: Path, st: os.stat_result, inode: int | None, offset: int, saved_probe: str | None
+) -> bool:
+    """Whether a reader that stopped at `offset` of `path` when it had `inode` may go on
+    from there, `path` now being `st`: the same file, not cut short; or, with a new
+    inode, a copy whose bytes up to `offset` are the ones read (its `probe` is
+    `saved_probe`). Anything else (cut short, replaced, no probe) is read again whole."""
+    if offset > st.st_size:
+        return False
+    if inode == st.st_ino:
+        return True
+    if saved_probe and probe(path, offset) == saved_probe:
+        log.info("%s: moved or restored (a new inode, the same bytes); reading on", path)
+        return True
+    return False
+
+
 def atomic_write_many(
     folder: Path, files: dict[str, bytes], durable: bool = True
 ) -> dict[str, Signature]:
@@ -829,16 +873,16 @@ class Store:
         cached = read_json(cache_file)
         if (
             cached
-            and cached.get("inode") == st.st_ino
             and cached.get("method") == method
-            and cached.get("offset", 0) <= st.st_size
+            and isinstance(cached.get("offset"), int)
+            and resumable(raw, st, cached.get("inode"), cached["offset"], cached.get("probe"))
         ):
             try:
                 stats = SessionStats(**cached["stats"])
                 cursor = Cursor(int(cached["offset"]), int(cached["line"]))
             except (KeyError, TypeError, ValueError):  # a damaged cache is only recounted
                 stats, cursor = SessionStats(session_id), Cursor()
-            if cursor.offset == st.st_size:
+            if cursor.offset == st.st_size and cached.get("inode") == st.st_ino:
                 return stats
         for line in self.scan_turns(session_id, cursor):
             cursor = line.cursor
@@ -858,6 +902,7 @@ class Store:
             stats.parent = stats.parent or meta.get("parent_session")
         payload = {
             "inode": st.st_ino,
+            "probe": probe(raw, cursor.offset),
             "method": method,
             "offset": cursor.offset,
             "line": cursor.line,

@@ -272,3 +272,91 @@ def test_an_ingest_killed_at_any_point_then_run_again_equals_one_run(
     rerun = subprocess.run(command, capture_output=True, text=True, check=False)
     assert rerun.returncode == 0, rerun.stderr
     assert _state(root) == expected
+
+
+# ---------------------------------------------------------------------------
+# a copied or restored root
+
+
+def _said(index: Index) -> int:
+    """How many units of session "good" hold its turns (one per turn, one per exchange)."""
+    query = "SELECT count(*) FROM units WHERE session='good' AND kind IN ('turn', 'pair')"
+    return int(index.db.execute(query).fetchone()[0])
+
+
+def _copied(root: Path, tmp_path: Path) -> Path:
+    """`root` after a recall and a consolidate (every cache made), copied: new inodes
+    and times, the same bytes."""
+    import shutil
+
+    assert ccm(root, "recall", "cache layer").exit_code == 0
+    assert ccm(root, "consolidate").exit_code == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    assert (copy / "chats/good/raw.jsonl").stat().st_ino != (
+        root / "chats/good/raw.jsonl"
+    ).stat().st_ino
+    return copy
+
+
+def test_a_copied_root_reads_on_where_it_was(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ccm.derive import Engine
+
+    copy = _copied(root, tmp_path)
+    caplog.set_level("INFO")
+    with Index(Store(copy)) as index:
+        assert index.update("good") < _said(index)  # only the last exchange, read again
+    assert Engine(Store(copy), "good").update().rebuilt is False
+    assert ccm(copy, "recall", "cache layer").exit_code == 0
+    consolidated = ccm(copy, "consolidate", "--json")
+    assert consolidated.exit_code == 0, consolidated.output
+    assert json.loads(consolidated.stdout)["sessions"]["consolidated"] == []
+    assert "truncated or replaced" not in caplog.text
+    assert "moved or restored" in caplog.text
+    for name in ("manifest.yaml", "open.yaml", "working.yaml"):
+        assert (copy / "chats/good" / name).read_bytes() == (
+            root / "chats/good" / name
+        ).read_bytes()
+
+
+def test_a_copy_whose_log_was_written_again_is_rebuilt(
+    root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same size and a new inode, but other bytes: not a copy of what was read."""
+    from ccm.derive import Engine
+
+    copy = _copied(root, tmp_path)
+    raw = copy / "chats/good/raw.jsonl"
+    changed = raw.with_name("raw.jsonl.new")
+    changed.write_bytes(raw.read_bytes().replace(b"cache layer", b"queue layer"))
+    os.replace(changed, raw)
+    with Index(Store(copy)) as index:
+        assert index.update("good") == _said(index)  # all of it, read again
+    assert Engine(Store(copy), "good").update().rebuilt is True
+    assert "truncated or replaced" in caplog.text
+    consolidated = ccm(copy, "consolidate", "--json")
+    assert json.loads(consolidated.stdout)["sessions"]["consolidated"] == ["good"]
+    store = Store(copy)
+    assert store.session_stats("good").turns == 6
+
+
+@given(data=st.binary(max_size=300_000), cut=st.floats(0.0, 1.0))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_a_probe_tells_a_copy_from_other_bytes(tmp_path: Path, data: bytes, cut: float) -> None:
+    from ccm.store import probe
+
+    offset = int(len(data) * cut)
+    original, copy = tmp_path / "original", tmp_path / "copy"
+    original.write_bytes(data)
+    copy.write_bytes(data + b"appended later")
+    assert probe(original, offset) == probe(copy, offset) != ""
+    assert probe(original, len(data) + 1) == ""  # shorter than what was read
+    if offset:
+        flipped = bytearray(data)
+        flipped[offset - 1] ^= 1  # the last byte read
+        copy.write_bytes(bytes(flipped))
+        assert probe(copy, offset) != probe(original, offset)

@@ -238,7 +238,7 @@ def _run(
     )
     root = store.root
     state = vault.load_state(store)
-    cached: dict[str, Any] = state.get("sessions", {})
+    cached: dict[str, Any] = dict(state.get("sessions", {}))  # a copy: `state` is compared
     present = store.sessions()
     for name in sessions or ():
         store.require_session(name)
@@ -251,7 +251,12 @@ def _run(
     for session in chosen:
         signatures[session] = vault.signature(store, session)
         entry = cached.get(session)
-        stale = entry is None or (not sessions and entry.get("signature") != signatures[session])
+        stale = entry is None or (
+            not sessions and not vault.same_sources(store, session, entry, signatures[session])
+        )
+        if entry is not None and not stale and entry.get("signature") != signatures[session]:
+            # the same bytes in a moved or restored root: remember the new signature
+            cached[session] = {**entry, "signature": signatures[session]}
         if session in forced or stale:
             if since and _last_ts(store, session)[: len(since)] < since:
                 report.skipped.append({"session": session, "why": f"no turn since {since}"})
@@ -264,7 +269,8 @@ def _run(
     new_cache = {s: cached[s] for s in records}
     if start is not None:
         start(len(to_read))
-    if not to_read and not report.removed and not sessions and _as_left(root, state):
+    moved = cached != state.get("sessions", {})
+    if not to_read and not moved and not report.removed and not sessions and _as_left(root, state):
         # nothing new, and the notes and network files are where the last run left
         # them: the graph would be the same, so it is not built again
         _summarize(report, state["summary"])
@@ -279,7 +285,11 @@ def _run(
             new_cache.pop(session, None)
         else:
             records[session] = read
-            new_cache[session] = {"signature": signatures[session], "record": read}
+            new_cache[session] = {
+                "signature": signatures[session],
+                "probes": vault.probes(store, session, signatures[session]),
+                "record": read,
+            }
             report.consolidated.append(session)
         if progress is not None:
             progress(1)

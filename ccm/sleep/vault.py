@@ -29,6 +29,7 @@ from ccm.store import (
     atomic_write_many,
     confine,
     is_temp_file,
+    probe,
 )
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,24 @@ def signature(store: Store, session: str) -> list[int]:
     raw.jsonl and events.jsonl (0 for a missing file)."""
     folder = store.session_dir(session)
     return stat_signature(folder / RAW) + stat_signature(folder / EVENTS)
+
+
+def probes(store: Store, session: str, sig: list[int]) -> list[str]:
+    """The `store.probe` of raw.jsonl and events.jsonl at the sizes in `sig`."""
+    folder = store.session_dir(session)
+    return [probe(folder / RAW, sig[0]), probe(folder / EVENTS, sig[3])]
+
+
+def same_sources(store: Store, session: str, entry: dict[str, Any], sig: list[int]) -> bool:
+    """Whether a session's sources are the ones `entry` (of the sleep state) was read
+    from: the same signature, or the same sizes and bytes under new inodes and times
+    (a moved or restored root)."""
+    old = entry.get("signature")
+    if old == sig:
+        return True
+    if not isinstance(old, list) or len(old) != len(sig) or old[0::3] != sig[0::3]:
+        return False
+    return bool(entry.get("probes")) and entry["probes"] == probes(store, session, sig)
 
 
 def read_text(root: Path, relative: str) -> str | None:
