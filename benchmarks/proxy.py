@@ -66,7 +66,7 @@ from anthropic.types import Message  # noqa: E402
 from benchmarks.generate import write_session  # noqa: E402
 from benchmarks.timing import summary  # noqa: E402
 from ccm import derive, live, tokens  # noqa: E402
-from ccm.proxy import KEPT_ENGINES, Proxy, Settings  # noqa: E402
+from ccm.proxy import KEPT_ENGINES, WRITE_LATER, Proxy, Settings  # noqa: E402
 from ccm.store import Store  # noqa: E402
 from tests.fakeapi import FakeAnthropic, Serving  # noqa: E402
 
@@ -227,7 +227,7 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
     store = Store(work / f"root-{turns}")
     store.init()
     tokens.set_method(store.config.tokens_method)  # as `ccm proxy` runs
-    derive.keeper = derive.Keeper(KEPT_ENGINES)
+    derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)  # as `ccm proxy` runs
     histories = {"full": 0, **({"window": window} if window else {})}
     start = time.perf_counter()
     for history in histories:

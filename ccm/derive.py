@@ -61,29 +61,29 @@ def cache_path(store: Store, session: str) -> Path:
     return store.cache / "engine" / f"{session}.state"
 
 
-def _load_cache(
-    store: Store, session: str, params: Params
-) -> tuple[State, Cursor] | tuple[None, None]:
+def _load_cache(store: Store, session: str, params: Params) -> tuple[State, Cursor, int] | None:
+    """The cached state, where it read raw.jsonl to and the inode it then had; None
+    when there is no cache this log and these parameters can resume from."""
     path = cache_path(store, session)
     raw = store.raw_path(session)
     try:
         cached = marshal.loads(path.read_bytes())
         st = raw.stat()
     except (OSError, ValueError, EOFError, TypeError):
-        return None, None
+        return None
     if not isinstance(cached, dict) or cached.get("format") != CACHE_FORMAT:
-        return None, None
+        return None
     if cached.get("key") != params.key():
         log.info("%s: engine parameters changed; rebuilding", session)
-        return None, None
+        return None
     offset = int(cached.get("offset", -1))
     if not resumable(raw, st, cached.get("inode"), offset, cached.get("probe")):
         log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", session)
-        return None, None
+        return None
     state = cached.get("state")
     if not isinstance(state, dict) or state.get("session") != session:
-        return None, None
-    return state, Cursor(int(cached["offset"]), int(cached["line"]))
+        return None
+    return state, Cursor(offset, int(cached["line"])), cached["inode"]
 
 
 def _save_cache(store: Store, session: str, params: Params, state: State, cursor: Cursor) -> None:
@@ -129,6 +129,7 @@ class Engine:
         self.key = ""
         self.inode: int | None = None
         self.cut = False  # the log was found shorter than read: never resume from the cache
+        self.saved: tuple[int, int | None] | None = None  # the cache's (offset, inode)
         self.render_cache = RenderCache()
         # what the derived files held when last written or read, and the manifest's
         # segments as encoded runs: a long-lived engine compares and encodes the
@@ -146,11 +147,12 @@ class Engine:
     def _fresh_start(self, params: Params, rebuild: bool) -> bool:
         """Load the cache (or start empty); True when the state is built from scratch."""
         self.render_cache = RenderCache()
-        state, cursor = (None, None) if rebuild else _load_cache(self.store, self.session, params)
-        if state is None or cursor is None:
+        cached = None if rebuild else _load_cache(self.store, self.session, params)
+        if cached is None:
             self.state, self.cursor = new_state(self.session), Cursor()
             return True
-        self.state, self.cursor = state, cursor
+        self.state, self.cursor, inode = cached
+        self.saved = (self.cursor.offset, inode)
         return False
 
     def _still_valid(self, params: Params) -> bool:
@@ -207,8 +209,8 @@ class Engine:
             log.warning("%s; this event is ignored", line.describe())
         if not turns and not rebuilt and self._unchanged(events, config, later):
             assert self.last is not None
-            if save:
-                _save_cache(store, session, params, self.state, self.cursor)
+            if save and self.saved != (self.cursor.offset, self.inode):
+                self._save(params)
             return Derived(session, 0, False, [], self.last[2], self.state, events)
         self.last = None  # until the files are written
         tiers = render(self.state, events, config, self.render_cache)
@@ -228,7 +230,7 @@ class Engine:
             self.manifest_segments = len(tiers.manifest["segments"])
         self.last = (events, config, tiers)
         if save or rebuilt:
-            _save_cache(store, session, params, self.state, self.cursor)
+            self._save(params)
         return Derived(session, len(turns), rebuilt, written, tiers, self.state, events)
 
     def _unchanged(self, events: list[dict[str, Any]], config: Any, later: bool) -> bool:
@@ -272,9 +274,13 @@ class Engine:
     def save(self) -> None:
         """Write the engine cache now (a long-lived process saves now and then, and
         before it exits)."""
-        if self.state is not None:
-            params = Params.from_config(self.store.config)
-            _save_cache(self.store, self.session, params, self.state, self.cursor)
+        if self.state is not None and self.saved != (self.cursor.offset, self.inode):
+            self._save(Params.from_config(self.store.config))
+
+    def _save(self, params: Params) -> None:
+        assert self.state is not None
+        _save_cache(self.store, self.session, params, self.state, self.cursor)
+        self.saved = (self.cursor.offset, self.inode)
 
 
 # a long-lived process that keeps engines in memory (the daemon, while it answers a
@@ -286,23 +292,68 @@ class Keeper:
     """`update` with an engine per session kept in memory (the `size` most recently used):
     a call folds only what was appended since the last one. A long-lived process (the
     MCP server, the proxy) sets one as `keeper`; its threads may call it at once (one
-    session's engine updates one call at a time)."""
+    session's engine updates one call at a time).
 
-    def __init__(self, size: int) -> None:
+    With `later` (seconds), an update leaves the manifest and the engine cache, the two
+    writes whose cost grows with the session, to a background thread that writes them
+    `later` seconds after the first update that left them (a burst of requests writes
+    them once), and when an engine leaves memory or `flush` is called. The tiers an
+    update returns are current either way; a process killed meanwhile loses only cache
+    (the next update renders and writes them again)."""
+
+    def __init__(self, size: int, later: float | None = None) -> None:
         self.size = size
+        self.later = later
         self.engines: OrderedDict[tuple[Path, str], tuple[Engine, threading.Lock]] = OrderedDict()
         self.lock = threading.Lock()
+        self.due: dict[tuple[Path, str], tuple[Engine, threading.Lock]] = {}
+        self.timer: threading.Timer | None = None
 
     def __call__(self, store: Store, session: str) -> Derived:
         key = (store.root, session)
         with self.lock:
             kept = self.engines.pop(key, None) or (Engine(store, session), threading.Lock())
             self.engines[key] = kept
+            dropped = []
             while len(self.engines) > self.size:
-                self.engines.popitem(last=False)
+                dropped.append(self.engines.popitem(last=False))
+        for old_key, old in dropped:
+            self._write(old_key, old)
+        engine, lock = kept
+        if self.later is None:
+            with lock:
+                return engine.update(durable=False)
+        with lock:
+            derived = engine.update(save=False, durable=False, later=True)
+        if derived.turns_folded or derived.rebuilt or engine.manifest_due is not None:
+            with self.lock:
+                self.due[key] = kept
+                if self.timer is None:
+                    self.timer = threading.Timer(self.later, self.flush)
+                    self.timer.daemon = True
+                    self.timer.start()
+        return derived
+
+    def flush(self) -> None:
+        """Write every manifest and engine cache left for later now."""
+        with self.lock:
+            due, self.due = self.due, {}
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = None
+        for key, kept in due.items():
+            self._write(key, kept)
+
+    def _write(self, key: tuple[Path, str], kept: tuple[Engine, threading.Lock]) -> None:
+        with self.lock:
+            self.due.pop(key, None)
         engine, lock = kept
         with lock:
-            return engine.update(durable=False)
+            try:
+                engine.write_later(durable=False)
+                engine.save()
+            except OSError as exc:  # only cache: the next update writes them again
+                log.warning("%s: cannot write the manifest or engine cache: %s", key[1], exc)
 
 
 def update(store: Store, session: str, rebuild: bool = False) -> Derived:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import heapq
 import itertools
@@ -241,6 +242,17 @@ def excerpt(content: str, chars: int, turn: int) -> str:
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
 
 
+@functools.lru_cache(maxsize=1024)
+def _pieces(text: str) -> tuple[list[str], list[frozenset[str]]]:
+    """The pieces `focused` takes a long turn's text in (its lines, a long line's
+    sentences) and the stemmed terms of each: the same turns are recalled request
+    after request, and only the query changes."""
+    pieces: list[str] = []
+    for line in text.split("\n"):
+        pieces += sentences(line) if len(line) > LONG_LINE else [line]
+    return pieces, list(map(lexical.term_set, pieces))
+
+
 def focused(
     text: str, terms: Iterable[str], most: int, turn: int, tool: bool = False
 ) -> str | None:
@@ -251,17 +263,17 @@ def focused(
     summary is), in their order, with a note saying where to get it whole; None when no
     line holds a term (its first and last lines alone would say nothing asked)."""
     wanted = set(terms)
-    pieces: list[str] = []
-    for line in text.split("\n"):
-        pieces += sentences(line) if len(line) > LONG_LINE else [line]
+    pieces, piece_terms = _pieces(text)
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
     used = tokens.count_cached(note) + 1
     keep: set[int] = set()
 
     def take(at: int) -> bool:
         nonlocal used
+        if at in keep:
+            return False
         cost = tokens.count_cached(pieces[at]) + 3  # its line, and a gap's line before it
-        if at in keep or used + cost > most:
+        if used + cost > most:
             return False
         keep.add(at)
         used += cost
@@ -271,7 +283,7 @@ def focused(
     last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
     if tool:  # how it ended
         take(last)
-    held = [len(wanted & lexical.term_counts(piece).keys()) for piece in pieces]
+    held = [len(wanted & found) for found in piece_terms]
     if not any(held):
         return None
     best = sorted(range(len(pieces)), key=lambda a: (-held[a], a))
@@ -366,8 +378,11 @@ def pairs(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 class Index:
     """The FTS5 index of one knowledge root."""
 
-    def __init__(self, store: Store, semantic: bool | None = None) -> None:
+    def __init__(self, store: Store, semantic: bool | None = None, shared: bool = False) -> None:
+        """`shared`: the connection may be used from any thread (the caller makes sure
+        one at a time), as a server that keeps one index open does."""
         self.store = store
+        self.shared = shared
         self.path = store.cache / "index.sqlite"
         self._db: sqlite3.Connection | None = None
         self._postings: lexical.Postings | None = None
@@ -380,8 +395,9 @@ class Index:
         # indexed (see `_segments`)
         self._seen: dict[str, tuple[dict[str, Any], list[Any], list[Any]]] = {}
         self._counting: str | None = None  # the token method noted in `meta` (see `_count`)
-        # per session: its tool turns and their exchanges (see `_tool_turns`)
-        self._tools: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        # per session: how far its log was indexed, and then its tool turns and their
+        # exchanges (see `_tool_turns`)
+        self._tools: dict[str, tuple[int, tuple[np.ndarray, np.ndarray] | None]] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -407,8 +423,13 @@ class Index:
             self._counting = None
         return self._db
 
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(
+            self.path, timeout=30, isolation_level=None, check_same_thread=not self.shared
+        )
+
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db = self._connect()
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -416,7 +437,7 @@ class Index:
             if version not in (0, VERSION):
                 db.close()
                 self.path.unlink()
-                db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                db = self._connect()
             # read the file through memory (up to SQLite's limit): the posting lists of a
             # large session are megabytes a query
             db.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
@@ -1078,7 +1099,10 @@ class Index:
     def _tool_turns(self, session: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The turns of `session` that are a tool's output and their exchanges (both
         sorted, read once per update of the session), or None when no tool ran."""
-        if session not in self._tools:
+        # what another writer (the daemon, an ingest) indexed since is read again
+        _, cursor = self._progress(session)
+        kept = self._tools.get(session)
+        if kept is None or kept[0] != cursor.offset:
             found: tuple[np.ndarray, np.ndarray] | None = None
             if self.has_tool_exchanges(session):
                 rows = self.db.execute(
@@ -1088,8 +1112,8 @@ class Index:
                 ).fetchall()
                 array = np.array(rows, dtype=np.int64).reshape(-1, 2)
                 found = (array[:, 0].copy(), np.unique(array[:, 1]))
-            self._tools[session] = found
-        return self._tools[session]
+            kept = self._tools[session] = (cursor.offset, found)
+        return kept[1]
 
     def has_tool_exchanges(self, session: str) -> bool:
         """Whether a tool ran in an exchange of `session`."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ccm import memory, tokens
 from ccm.engine import commands as parser
@@ -32,6 +32,9 @@ from ccm.ingest.anthropic import read_request, read_response
 from ccm.ingest.model import ParseOptions, SourceTurn
 from ccm.ingest.pipeline import content_key, entry, quarantine_rejected, unseen
 from ccm.store import Store, check_session_id, slug_session_id, utc_now
+
+if TYPE_CHECKING:
+    from ccm.index import Index
 
 SOURCE = "proxy"
 WINDOW = 32  # the session's latest turns searched for where a request's history picks up
@@ -189,26 +192,29 @@ def run_commands(store: Store, session: str, text: str, who: str) -> list[memory
 
 
 def managed(
-    store: Store, body: dict[str, Any], recorded: Recorded, budget: int, tools: bool
+    store: Store,
+    body: dict[str, Any],
+    recorded: Recorded,
+    budget: int,
+    tools: bool,
+    index: Index | None = None,
 ) -> dict[str, Any]:
     """The request to send upstream in place of `body` (see the module docstring).
     `budget` bounds ccm's context and the messages it keeps; the caller's system prompt
     and tools are outside it, and the current exchange (from the newest user prompt) is
-    kept even when it alone is larger. With `tools`, the memory tools are offered."""
+    kept even when it alone is larger. With `tools`, the memory tools are offered.
+    `index`: an open index to use (a server keeps one), else one is opened."""
     from ccm.context import assemble
 
     messages: list[Any] = body["messages"]
-    cost = [
-        MESSAGE_TOKENS + sum(tokens.count_cached(t.content) for t in recorded.turns[a:b])
-        for a, b in recorded.spans
-    ]
+    cost = _Costs(recorded)
     prompts = [i for i, m in enumerate(messages) if _is_prompt(m)]
     start = prompts[-1] if prompts else 0
     kept = _current_exchange(messages, cost, start, budget - MIN_CONTEXT)
     used = sum(cost[i] for i in kept)
     room = min(int(store.config.get("context", "tail_tokens")), budget // 2)
     for earlier in reversed(prompts[:-1]):  # whole earlier exchanges, newest first
-        extra = sum(cost[earlier : kept[0]])
+        extra = sum(cost[i] for i in range(earlier, kept[0]))
         if used + extra > room:
             break
         kept = list(range(earlier, kept[0])) + kept
@@ -232,6 +238,7 @@ def managed(
         recorded.session,
         max(MIN_CONTEXT, budget - used),
         query or None,
+        index,
         shown_from=first_turn or _next_turn(recorded),
     )
     memory_text = "\n\n".join(b.text() for b in context.blocks if b.name != "recall" and b.lines)
@@ -252,7 +259,25 @@ def managed(
     return out
 
 
-def _current_exchange(messages: list[Any], cost: list[int], start: int, room: int) -> list[int]:
+class _Costs:
+    """The tokens of each message of a request, counted when first asked for: only the
+    newest messages are weighed (a client may send thousands)."""
+
+    def __init__(self, recorded: Recorded) -> None:
+        self.recorded = recorded
+        self.known: dict[int, int] = {}
+
+    def __getitem__(self, message: int) -> int:
+        found = self.known.get(message)
+        if found is None:
+            first, end = self.recorded.spans[message]
+            turns = self.recorded.turns[first:end]
+            found = MESSAGE_TOKENS + sum(tokens.count_cached(t.content) for t in turns)
+            self.known[message] = found
+        return found
+
+
+def _current_exchange(messages: list[Any], cost: _Costs, start: int, room: int) -> list[int]:
     """The messages of the current exchange to keep: all when they fit in `room`, else
     its prompt and its newest tool rounds (an assistant message and the results that
     answer it, always together), as many as fit, at least the newest."""

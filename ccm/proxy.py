@@ -33,6 +33,7 @@ import functools
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from starlette.routing import Route
 
 from ccm import derive, live
 from ccm.errors import CCMError
+from ccm.index import Index
 from ccm.store import Store
 
 log = logging.getLogger("ccm.proxy")
@@ -56,6 +58,7 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 MODES = ("observe", "manage")
 TOOL_CHOICES = ("auto", "always", "never")
 KEPT_ENGINES = 32  # sessions whose engines the proxy keeps in memory
+WRITE_LATER = 2.0  # seconds: a session's manifest and engine cache wait this long after a request
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 # not forwarded either way: they describe one connection, not the message
 HOP_BY_HOP = frozenset(
@@ -317,6 +320,9 @@ class Proxy:
         self.client: httpx2.AsyncClient | None = None
         self.locks: dict[str, asyncio.Lock] = {}
         self.pending: set[asyncio.Task[None]] = set()
+        # one index kept open for manage mode's contexts, used by one thread at a time
+        self.index: Index | None = None
+        self.index_lock = threading.Lock()
         self.budget = int(
             settings.budget
             if settings.budget is not None
@@ -349,6 +355,12 @@ class Proxy:
                 await asyncio.gather(*self.pending, return_exceptions=True)
             await self.client.aclose()
             self.client = None
+            with self.index_lock:
+                if self.index is not None:
+                    self.index.close()
+                    self.index = None
+            if isinstance(derive.keeper, derive.Keeper):  # what it left for later
+                await _run(derive.keeper.flush)
 
     # -- /v1/messages ------------------------------------------------------
     async def messages(self, request: Request) -> Response:
@@ -386,12 +398,19 @@ class Proxy:
                 return _Call(request, session, body, raw, None, False, recorded.system)
             offered = self._offers_tools(body)
             try:
-                sent = await _run(live.managed, self.store, body, recorded, self.budget, offered)
+                sent = await _run(self._managed, body, recorded, offered)
             except Exception as exc:  # the index, the engine...: sent unmanaged
                 log.error("%s: could not assemble the context: %s", session, exc, exc_info=True)
                 return _Call(request, session, body, raw, None, False, recorded.system)
         outgoing = json.dumps(sent, ensure_ascii=False).encode("utf-8")
         return _Call(request, session, body, outgoing, sent, offered, recorded.system)
+
+    def _managed(self, body: dict[str, Any], recorded: live.Recorded, offered: bool) -> Any:
+        """`live.managed` with the index this proxy keeps open (in a worker thread)."""
+        with self.index_lock:
+            if self.index is None:
+                self.index = Index(self.store, shared=True)
+            return live.managed(self.store, body, recorded, self.budget, offered, self.index)
 
     def _offers_tools(self, body: dict[str, Any]) -> bool:
         choice = self.settings.memory_tools
@@ -682,7 +701,9 @@ def serve(store: Store, settings: Settings, host: str, port: int) -> None:
     from ccm import tokens
 
     tokens.set_method(store.config.tokens_method)
-    derive.keeper = derive.Keeper(KEPT_ENGINES)  # a server lives long: engines stay in memory
+    # a server lives long: engines stay in memory, and what grows with a session is
+    # written once a burst of requests pauses
+    derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)
     config = uvicorn.Config(
         Proxy(store, settings).app(),
         host=host,

@@ -74,7 +74,10 @@ def fake() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture
-def kept_engines(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Engines kept in memory between requests, as a long-lived server (`ccm proxy`,
-    `ccm mcp`) keeps them."""
-    monkeypatch.setattr(derive, "keeper", derive.Keeper(16))
+def kept_engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[derive.Keeper]:
+    """Engines kept in memory between requests, as `ccm proxy` keeps them: the manifest
+    and engine cache written a moment after a burst of requests (here 0.2 s)."""
+    keeper = derive.Keeper(16, later=0.2)
+    monkeypatch.setattr(derive, "keeper", keeper)
+    yield keeper
+    keeper.flush()

@@ -271,7 +271,9 @@ class Serving:
 
     def start(self) -> str:
         """Serve; returns the base URL once it accepts connections."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto named: asyncio sets TCP_NODELAY on the connections it accepts only when
+        # the socket says TCP (else each response's last write waits on a delayed ACK)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self._socket = sock
         port = sock.getsockname()[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -473,3 +474,54 @@ def test_a_long_lived_engine_with_nothing_new_renders_nothing(
     assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == {
         name: text.encode() for name, text in _rebuilt_elsewhere(store, tmp_path / "mirror").items()
     }
+
+
+def _chat(tmp_path: Path, name: str, count: int) -> Path:
+    """The first `count` sample lines ingested as session `name`, without tiers."""
+    source = tmp_path / f"{name}.jsonl"
+    _write(source, [{**t, "ts": str(1_767_000_000 + 60 * n)} for n, t in enumerate(LINES[:count])])
+    return source
+
+
+def test_a_keeper_writes_the_manifest_and_cache_a_moment_later(tmp_path: Path) -> None:
+    """A server's keeper (`later`) returns current tiers at once and writes what grows
+    with the session (the manifest, the engine cache) after a pause, once a burst; what
+    it writes is what a rebuild writes."""
+    store = Store(tmp_path / "root")
+    ingest(store, [str(_chat(tmp_path, "chat", 10))], derive=False)
+    keeper = derive.Keeper(4, later=0.3)
+    keeper(store, "chat")  # the first update renders from scratch: written at once
+    manifest = store.session_dir("chat") / "manifest.yaml"
+    assert "turns: 10\n" in manifest.read_text()
+    ingest(store, [str(_chat(tmp_path, "chat", len(LINES)))], derive=False)
+    derived = keeper(store, "chat")
+    assert derived.tiers.manifest["turns"] == len(LINES)  # the tiers are current
+    assert "turns: 10\n" in manifest.read_text()  # the file waits
+    assert list(keeper.due) == [(store.root, "chat")]
+    deadline = time.monotonic() + 10
+    while "turns: 10\n" in manifest.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert manifest.read_text() == _rebuilt_elsewhere(store, tmp_path / "mirror")["manifest.yaml"]
+    engine = derive.Engine(store, "chat")
+    assert engine.update().rebuilt is False  # from the cache it saved
+    assert engine.cursor.offset == store.raw_path("chat").stat().st_size
+
+
+def test_a_keeper_writes_what_waits_on_flush_and_when_an_engine_leaves(tmp_path: Path) -> None:
+    store = Store(tmp_path / "root")
+    for name in ("one", "two"):
+        ingest(store, [str(_chat(tmp_path, name, 8))], derive=False)
+    keeper = derive.Keeper(1, later=600.0)  # never by the timer here
+    keeper(store, "one")
+    ingest(store, [str(_chat(tmp_path, "one", 20))], derive=False)
+    keeper(store, "one")
+    one = store.session_dir("one") / "manifest.yaml"
+    assert "turns: 8\n" in one.read_text()
+    keeper(store, "two")  # "one" leaves memory: what waited is written
+    assert "turns: 20\n" in one.read_text()
+    ingest(store, [str(_chat(tmp_path, "two", 20))], derive=False)
+    keeper(store, "two")
+    two = store.session_dir("two") / "manifest.yaml"
+    assert "turns: 8\n" in two.read_text()
+    keeper.flush()
+    assert "turns: 20\n" in two.read_text() and keeper.due == {} and keeper.timer is None
