@@ -866,7 +866,9 @@ class Index:
         filtered inside the match (through the ``tag`` column).
         """
         words = query_words(query)
-        words += [c for c in lexical.compounds(query) if c not in words]
+        words += [
+            c for c in lexical.compounds(query) + lexical.spelled_out(query) if c not in words
+        ]
         if not words:
             return []
         wanted = limit * 4 if since or until else limit
@@ -1021,8 +1023,12 @@ class Index:
         names = self.speakers_named(session, query)
         asked = _without_names(query, names)  # what is asked about, for words and meaning
         # an identifier is matched whole as well as by its words
-        terms = lexical.stems(query_words(asked) + lexical.compounds(asked))
-        words += [c for c in lexical.compounds(query) if c not in words]
+        terms = lexical.stems(
+            query_words(asked) + lexical.compounds(asked) + lexical.spelled_out(asked)
+        )
+        words += [
+            c for c in lexical.compounds(query) + lexical.spelled_out(query) if c not in words
+        ]
         read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
         found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
         top = max((hit.score for hit in found), default=0.0) or 1.0

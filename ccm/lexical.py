@@ -134,6 +134,19 @@ def term_counts(text: str) -> dict[str, int]:
     return counts
 
 
+_THOUSANDS = re.compile(r"(?<![\w.,])(\d{1,6}(?:\.\d{1,3})?)k(?![^\W_])", re.IGNORECASE)
+
+
+def spelled_out(text: str) -> list[str]:
+    """The figures `text` abbreviates with k, as a log or a table writes them: "20k"
+    is also "20000" and "20,000" (a question says "at 20k steps", the log "step 20000")."""
+    found: list[str] = []
+    for match in _THOUSANDS.finditer(text):
+        value = round(float(match.group(1)) * 1000)
+        found += [str(value), f"{value:,}"]
+    return list(dict.fromkeys(found))
+
+
 def term_set(text: str) -> frozenset[str]:
     """The distinct terms of `text`, as `term_counts` reads them."""
     lower = text.lower()

@@ -943,3 +943,39 @@ def test_recall_does_not_repeat_what_the_tail_shows(tmp_path: Path) -> None:
     recalled = {i["turns"][0] for i in recall.items if i.get("turns")}
     # the tail shows the latest turns whole; recall shows the others, a cut one whole
     assert 10 in whole and recalled and not recalled & whole
+
+
+def test_a_figure_abbreviated_with_k_finds_the_line_that_writes_it_out(tmp_path: Path) -> None:
+    """ "at 20k steps" asks for the log line "eval step 20000" among many like it (more
+    than fit: the newest first, as `tail -r` prints them)."""
+    evals = "\n".join(
+        f"2026-03-12 1{n % 10}:00:00 | eval step {2000 * n:5d} | eval_loss {3.5 - n / 100:.4f}"
+        for n in range(40, 0, -1)
+    )
+    filler = "\n".join(f"2026-03-12 09:00:{n:02d} | step {n} | loss 9.{n:02d}" for n in range(60))
+    root = _agent(
+        tmp_path,
+        [
+            ("user", "run it to the end and show me the evals"),
+            ("tool", f"$ grep eval train.log\n{evals}\n{filler}"),
+            ("assistant", "It finished; the evals are above."),
+            *[("user", f"next: the tokenizer task {n}") for n in range(6)],
+        ],
+    )
+    asked = ["--budget", "600", "--query", "What was the eval loss at 20k steps?"]
+    text = ccm(root, "context", "agent", *asked).stdout
+    assert "eval step 20000 | eval_loss 3.4000" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "figures"),
+    [
+        ("at 20k steps", ["20000", "20,000"]),
+        ("1.5K rows and 300k more", ["1500", "1,500", "300000", "300,000"]),
+        ("k8s, 20kb, v2.5k, 12,5k, 3.14159k", []),
+    ],
+)
+def test_figures_abbreviated_with_k_are_spelled_out(text: str, figures: list[str]) -> None:
+    from ccm import lexical
+
+    assert lexical.spelled_out(text) == figures
