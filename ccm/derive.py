@@ -32,7 +32,6 @@ from ccm.store import (
     atomic_write,
     probe,
     resumable,
-    scan_jsonl,
     signature,
 )
 
@@ -209,8 +208,8 @@ class Engine:
             log.warning("%s; this event is ignored", line.describe())
         if not turns and not rebuilt and self._unchanged(events, config, later):
             assert self.last is not None
-            if save and self.saved != (self.cursor.offset, self.inode):
-                self._save(params)
+            if save:
+                self.save()
             return Derived(session, 0, False, [], self.last[2], self.state, events)
         self.last = None  # until the files are written
         tiers = render(self.state, events, config, self.render_cache)
@@ -374,23 +373,21 @@ def _read_turns(
     number is a line added by hand. raw.jsonl is never rewritten: the line stays where
     it is, is kept in quarantine.jsonl with the reason, and the tiers skip it, so their
     turn numbers stay those of raw.jsonl (and a rebuild gives what the updates gave)."""
-    path = store.raw_path(session)
     turns: list[dict[str, Any]] = []
     bad: list[BadLine] = []
     repeated: list[tuple[Line, int]] = []
     cursor = start
-    if path.exists():
-        for line in scan_jsonl(path, start, "raw_entry"):
-            cursor = line.cursor
-            if line.bad is not None:
-                bad.append(line.bad)
-            elif line.record is not None:
-                if line.record["turn"] <= last:
-                    repeated.append((line, last))
-                    continue
-                last = line.record["turn"]
-                turns.append(line.record)
-    return turns, bad, _repeats(path, repeated), cursor
+    for line in store.scan_turns(session, start):
+        cursor = line.cursor
+        if line.bad is not None:
+            bad.append(line.bad)
+        elif line.record is not None:
+            if line.record["turn"] <= last:
+                repeated.append((line, last))
+                continue
+            last = line.record["turn"]
+            turns.append(line.record)
+    return turns, bad, _repeats(store.raw_path(session), repeated), cursor
 
 
 def _repeats(path: Path, lines: list[tuple[Line, int]]) -> list[BadLine]:

@@ -250,7 +250,7 @@ def _pieces(text: str) -> tuple[list[str], list[frozenset[str]]]:
     pieces: list[str] = []
     for line in text.split("\n"):
         pieces += sentences(line) if len(line) > LONG_LINE else [line]
-    return pieces, list(map(lexical.term_set, pieces))
+    return pieces, [frozenset(lexical.term_counts(piece)) for piece in pieces]
 
 
 def focused(
@@ -865,10 +865,7 @@ class Index:
         postings; segment summaries and notes by FTS5, where session and kind are
         filtered inside the match (through the ``tag`` column).
         """
-        words = query_words(query)
-        words += [
-            c for c in lexical.compounds(query) + lexical.spelled_out(query) if c not in words
-        ]
+        words = asked_words(query)
         if not words:
             return []
         wanted = limit * 4 if since or until else limit
@@ -1019,16 +1016,10 @@ class Index:
           an answer follows its question, and the fact asked about is often said a
           turn or two before or after the turn whose words match.
         """
-        words = query_words(query)
+        words = asked_words(query)
         names = self.speakers_named(session, query)
         asked = _without_names(query, names)  # what is asked about, for words and meaning
-        # an identifier is matched whole as well as by its words
-        terms = lexical.stems(
-            query_words(asked) + lexical.compounds(asked) + lexical.spelled_out(asked)
-        )
-        words += [
-            c for c in lexical.compounds(query) + lexical.spelled_out(query) if c not in words
-        ]
+        terms = lexical.stems(asked_words(asked))
         read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
         found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
         top = max((hit.score for hit in found), default=0.0) or 1.0
@@ -1632,6 +1623,15 @@ def query_words(query: str) -> list[str]:
         if len(word) > 1 and word not in STOP:
             seen.setdefault(word, None)
     return list(seen)
+
+
+def asked_words(query: str) -> list[str]:
+    """What a query is matched on: its words (`query_words`), then the identifiers it
+    holds, matched whole as well as by their words, and the figures it abbreviates
+    ("20k"), spelled out; once each."""
+    words = query_words(query)
+    extra = lexical.compounds(query) + lexical.spelled_out(query)
+    return words + [term for term in dict.fromkeys(extra) if term not in words]
 
 
 def _without_names(query: str, names: list[str]) -> str:

@@ -147,15 +147,6 @@ def spelled_out(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def term_set(text: str) -> frozenset[str]:
-    """The distinct terms of `text`, as `term_counts` reads them."""
-    lower = text.lower()
-    found = set(map(_STEMS.__getitem__, _WORD.findall(lower)))
-    if not _JOINS.isdisjoint(lower):
-        found.update(map(_folded, _COMPOUND.findall(lower)))
-    return frozenset(found)
-
-
 def compounds(text: str) -> list[str]:
     """The compounds of `text` (see `_COMPOUND`), lower-cased, in order, once each: a
     query's identifiers, matched whole (they are rarer, so weigh more, than their parts)."""

@@ -55,8 +55,6 @@ from ccm.store import Store
 log = logging.getLogger("ccm.proxy")
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
-MODES = ("observe", "manage")
-TOOL_CHOICES = ("auto", "always", "never")
 KEPT_ENGINES = 32  # sessions whose engines the proxy keeps in memory
 WRITE_LATER = 2.0  # seconds: a session's manifest and engine cache wait this long after a request
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
@@ -124,15 +125,20 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def is_inside(root: Path, path: Path) -> bool:
+    """Whether `path`, every symlink followed, is `root` or under it (also followed)."""
+    home = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == home or real.startswith(home.rstrip(os.sep) + os.sep)
+
+
 def confine(root: Path, path: Path) -> Path:
     """`path`, when it stays inside `root` with every symlink followed; else
     `OutsideRoot`. The knowledge root is a confinement: ccm never reads or writes
     through a link that leaves it (the root itself may be a link)."""
-    home = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if real != home and not real.startswith(home.rstrip(os.sep) + os.sep):
+    if not is_inside(root, path):
         raise OutsideRoot(
-            f"{path} leads out of the knowledge root {root} (to {real})",
+            f"{path} leads out of the knowledge root {root} (to {os.path.realpath(path)})",
             "ccm reads and writes only inside its root: put the file or folder itself "
             "there in place of the link",
         )
@@ -159,8 +165,6 @@ def probe(path: Path, offset: int) -> str:
     the offset, the first and the last 64 KiB before it. "" when the file is missing
     or shorter. Saved beside a read position, it tells a copy of the file (a moved or
     restored root: a new inode, the same bytes) from a file cut short or replaced."""
-    import hashlib
-
     digest = hashlib.blake2b(str(offset).encode(), digest_size=16)
     head_size = min(offset, PROBE_SPAN)
     tail_from = max(head_size, offset - PROBE_SPAN)
@@ -340,9 +344,13 @@ class BadLine:
     hint: str | None = None
 
     def describe(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        text = f"{where}: {self.error}"
-        return f"{text} ({self.hint})" if self.hint else text
+        return located(self.path, self.line, self.error, self.hint)
+
+
+def located(source: str, line: int | None, text: str, hint: str | None) -> str:
+    """ "file:line: what (what to do)": how ccm reports a place in a file or an input."""
+    where = f"{source}:{line}" if line is not None else source
+    return f"{where}: {text} ({hint})" if hint else f"{where}: {text}"
 
 
 @dataclass

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ccm.store import located
+
 
 @dataclass(frozen=True)
 class ParseOptions:
@@ -77,9 +79,7 @@ class Rejected:
     offset: int | None = None
 
     def describe(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line is not None else self.source
-        text = f"{where}: {self.error}"
-        return f"{text} ({self.hint})" if self.hint else text
+        return located(self.source, self.line, self.error, self.hint)
 
 
 @dataclass
@@ -93,9 +93,7 @@ class Notice:
     hint: str | None = None
 
     def describe(self) -> str:
-        where = f"{self.source}:{self.line}" if self.line is not None else self.source
-        text = f"{where}: {self.message}"
-        return f"{text} ({self.hint})" if self.hint else text
+        return located(self.source, self.line, self.message, self.hint)
 
 
 @dataclass

@@ -248,6 +248,7 @@ def _run(
     chosen = present if not sessions else [s for s in present if s in forced or s not in cached]
     to_read: list[str] = []
     signatures: dict[str, list[int]] = {}
+    moved = False  # a session's sources are the same bytes under a new signature
     for session in chosen:
         signatures[session] = vault.signature(store, session)
         entry = cached.get(session)
@@ -257,6 +258,7 @@ def _run(
         if entry is not None and not stale and entry.get("signature") != signatures[session]:
             # the same bytes in a moved or restored root: remember the new signature
             cached[session] = {**entry, "signature": signatures[session]}
+            moved = True
         if session in forced or stale:
             if since and _last_ts(store, session)[: len(since)] < since:
                 report.skipped.append({"session": session, "why": f"no turn since {since}"})
@@ -269,7 +271,6 @@ def _run(
     new_cache = {s: cached[s] for s in records}
     if start is not None:
         start(len(to_read))
-    moved = cached != state.get("sessions", {})
     if not to_read and not moved and not report.removed and not sessions and _as_left(root, state):
         # nothing new, and the notes and network files are where the last run left
         # them: the graph would be the same, so it is not built again

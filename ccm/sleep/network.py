@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from ccm.errors import CCMError, SchemaError, UsageError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.graph import Edge, Node
 from ccm.sleep.ladder import redact
-from ccm.store import Store
+from ccm.store import Store, is_inside
 
 NODES = "network/nodes.json"
 EDGES = "network/edges.json"
@@ -133,8 +132,7 @@ def export(store: Store, layer: int, folder: Path) -> Exported:
     if not 0 <= layer <= 3:
         raise UsageError(f"--layer {layer}: the layers are 0 to 3")
     folder = folder.absolute()
-    real, home = Path(os.path.realpath(folder)), Path(os.path.realpath(store.root))
-    if real == home or home in real.parents:
+    if is_inside(store.root, folder):
         raise UsageError(f"{folder} is inside the knowledge root", "export to a folder outside it")
     marker = folder / MARKER
     previous: list[str] = []
