@@ -58,8 +58,7 @@ class _Session(_ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         from ccm.errors import CCMError
 
-        if ctx is None:
-            return str(value)
+        assert ctx is not None  # a command line always has one
         try:
             return _store(ctx).resolve_session(str(value))
         except CCMError as exc:
@@ -203,15 +202,16 @@ def ingest(
     from ccm.ingest.pipeline import ingest as run_ingest
 
     store = _store(ctx)
-    total = sum(item.size for item in expand_inputs(paths))
+    inputs = expand_inputs(paths)  # once: a folder's exports are found by their content
+    total = sum(item.size for item in inputs)
     show_bar = not as_json and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if show_bar:
         with click.progressbar(length=total, label="Importing", file=sys.stderr) as bar:
             report = run_ingest(
-                store, paths, fmt, session, thinking, progress=bar.update, derive=derive
+                store, inputs, fmt, session, thinking, progress=bar.update, derive=derive
             )
     else:
-        report = run_ingest(store, paths, fmt, session, thinking, derive=derive)
+        report = run_ingest(store, inputs, fmt, session, thinking, derive=derive)
     if as_json:
         _emit_json(report.as_dict())
     else:
@@ -271,7 +271,7 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("sessions_", metavar="[SESSION]...", nargs=-1)
+@click.argument("sessions_", metavar="[SESSION]...", nargs=-1, type=SESSION)
 @click.option("--json", "as_json", is_flag=True, help="Print what was rebuilt as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -632,7 +632,7 @@ def context(
 
 @main.command()
 @click.argument("query")
-@click.option("--session", "-s", help="Only this session (default: all).")
+@click.option("--session", "-s", type=SESSION, help="Only this session (default: all).")
 @click.option(
     "--budget",
     type=click.IntRange(min=1),
@@ -777,7 +777,8 @@ def proxy(
 
     Point a client at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8787. Every
     conversation is recorded to its session (the --session-header, else
-    metadata.user_id, else the conversation's first message); in manage mode the
+    metadata.user_id, else a digest of the system prompt and first user message); in
+    manage mode the
     history sent upstream is ccm's context within --budget, and the model may call
     the memory tools (memory_recall, memory_expand, memory_pin, ...). Other paths
     pass through unchanged. The API key goes upstream and is never written.
@@ -790,7 +791,7 @@ def proxy(
     store = _store(ctx)
     store.chats.mkdir(parents=True, exist_ok=True)
     settings = Settings(
-        upstream, mode, budget, session_header.lower(), memory_tools, max_memory_calls, timeout
+        upstream, mode, budget, session_header, memory_tools, max_memory_calls, timeout
     )
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who reaches it can use it", err=True)
@@ -1157,6 +1158,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     "-s",
     "sessions_",
     multiple=True,
+    type=SESSION,
     help="Only this session, read again even if unchanged (repeat for several).",
 )
 @click.option("--since", metavar="DATE", help="Leave out sessions with no turn from DATE on.")

@@ -85,6 +85,19 @@ def _load_cache(store: Store, session: str, params: Params) -> tuple[State, Curs
     return state, Cursor(offset, int(cached["line"])), cached["inode"]
 
 
+def behind(store: Store, session: str) -> bool:
+    """Whether the session's tiers may not hold all of raw.jsonl: none were written, or
+    the log changed after the engine last read it (an ingest killed between its append
+    and its update, a writer that does not derive)."""
+    if not (store.session_dir(session) / "manifest.yaml").exists():
+        return True
+    try:
+        read = cache_path(store, session).stat().st_mtime_ns
+    except OSError:
+        return True
+    return store.raw_path(session).stat().st_mtime_ns > read
+
+
 def _save_cache(store: Store, session: str, params: Params, state: State, cursor: Cursor) -> None:
     raw = store.raw_path(session)
     payload = {

@@ -29,8 +29,8 @@ from ccm import memory, tokens
 from ccm.engine import commands as parser
 from ccm.errors import CCMError
 from ccm.ingest.anthropic import read_request, read_response
-from ccm.ingest.model import ParseOptions, SourceTurn
-from ccm.ingest.pipeline import content_key, entry, quarantine_rejected, unseen
+from ccm.ingest.model import SourceTurn
+from ccm.ingest.pipeline import content_key, entry, parse_options, quarantine_rejected, unseen
 from ccm.store import Store, check_session_id, slug_session_id, utc_now
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded
     """Append the turns of `body` (a Messages API request) that `session` does not hold
     yet, and the system prompt when it changed; run the ``@commands`` of the new user
     turns."""
-    request = read_request(body, _options(store, session), "request")
+    request = read_request(body, parse_options(store, session), "request")
     keys = [content_key(turn.role, turn.content) for turn in request.turns]
     system = content_key("system", request.system.content).hex()[:16] if request.system else None
     numbers: list[int | None] = [None] * len(keys)
@@ -141,7 +141,7 @@ def record_reply(
     """Append a complete response (a ``message``) as the session's next turn(s), once:
     a reply whose id the session's latest turns hold is not appended again. Runs the
     ``@commands`` the model wrote."""
-    turns = read_response(message, _options(store, session))
+    turns = read_response(message, parse_options(store, session))
     with store.lock_raw(session) as raw:
         tail = store.tail_turns(session, WINDOW)
         held = {t.get("id") for t in tail}
@@ -455,15 +455,6 @@ def _run_tool(store: Store, session: str, name: str, args: dict[str, Any]) -> st
 
 # ---------------------------------------------------------------------------
 # helpers
-
-
-def _options(store: Store, session: str) -> ParseOptions:
-    config = store.config
-    return ParseOptions(
-        session=session,
-        include_thinking=config.include_thinking,
-        max_line_bytes=config.max_line_bytes,
-    )
 
 
 def _line(turn: SourceTurn, number: int, now: str, system: str | None) -> dict[str, Any]:

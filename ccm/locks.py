@@ -21,11 +21,20 @@ if sys.platform == "win32":
     _BYTE = 2**31 - 2  # the byte locked: past the end of any log
     _RETRY = 0.01  # seconds between attempts while waiting
 
+    def _at_byte(fd: int, mode: int) -> None:
+        """`msvcrt.locking` of `_BYTE`, the file's position left where it was (a
+        caller may write after locking)."""
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        os.lseek(fd, _BYTE, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, mode, 1)
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
+
     def lock(fd: int, shared: bool = False, wait: bool = True) -> None:
         while True:
-            os.lseek(fd, _BYTE, os.SEEK_SET)
             try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                _at_byte(fd, msvcrt.LK_NBLCK)
                 return
             except OSError as exc:
                 if not wait:
@@ -33,8 +42,7 @@ if sys.platform == "win32":
             time.sleep(_RETRY)
 
     def unlock(fd: int) -> None:
-        os.lseek(fd, _BYTE, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        _at_byte(fd, msvcrt.LK_UNLCK)
 
 else:
     import fcntl

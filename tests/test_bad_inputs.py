@@ -9,29 +9,23 @@ input again that adds nothing, and nothing written outside the knowledge root.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from freezegun import freeze_time
 
-from ccm.cli import main
+from tests.helpers import ccm, chatgpt_conversation, chatgpt_message, zipped
 
 BOM = b"\xef\xbb\xbf"
-
-
-def ccm(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
 
 
 def crashed(result: Result) -> bool:
@@ -60,39 +54,11 @@ def cc_user(uuid: str, text: str, session: str = "cc-1", **extra: Any) -> dict[s
 
 def chatgpt_export(*texts: str, ident: str = "conv-1") -> bytes:
     """A ChatGPT export (conversations.json) of one linear conversation of user turns."""
-    mapping: dict[str, Any] = {"root": {"id": "root", "parent": None, "children": []}}
-    parent = "root"
-    for number, text in enumerate(texts, start=1):
-        node = f"n{number}"
-        mapping[parent]["children"].append(node)
-        mapping[node] = {
-            "id": node,
-            "parent": parent,
-            "children": [],
-            "message": {
-                "id": node,
-                "author": {"role": "user"},
-                "create_time": 1737000000.0 + number,
-                "content": {"content_type": "text", "parts": [text]},
-            },
-        }
-        parent = node
-    conversation = {
-        "id": ident,
-        "title": "A chat",
-        "create_time": 1737000000.0,
-        "current_node": parent,
-        "mapping": mapping,
-    }
-    return json.dumps([conversation], indent=1).encode()
-
-
-def zipped(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
+    turns = [
+        chatgpt_message("user", [text], create_time=1737000000.0 + number)
+        for number, text in enumerate(texts, start=1)
+    ]
+    return json.dumps([chatgpt_conversation(*turns, id=ident)], indent=1).encode()
 
 
 def outside(tmp_path: Path, root: Path) -> list[Path]:
@@ -349,6 +315,38 @@ CASES = [
             "wide",
         ),
         id="utf16-file",
+    ),
+    pytest.param(
+        Case(
+            "wide.jsonl",
+            '{"role": "user", "content": "hi"}\n'.encode("utf-16"),
+            1,
+            "wide.jsonl: UTF-16 text, not UTF-8 (save the file as UTF-8",
+            "wide",
+            args=["--format", "jsonl"],
+        ),
+        id="utf16-file-with-its-format-named",
+    ),
+    pytest.param(
+        Case(
+            "nan.json",
+            b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+            1,
+            "nan.json: not valid JSON: NaN is not JSON; write null or a number",
+            "nan",
+        ),
+        id="nan-in-a-json-document",
+    ),
+    pytest.param(
+        Case(
+            "late.jsonl",
+            b"\n" * 60 + jl(user("after blank lines")),
+            0,
+            None,
+            "late",
+            ["after blank lines"],
+        ),
+        id="many-blank-lines-before-the-first-message",
     ),
     pytest.param(
         Case(

@@ -224,6 +224,16 @@ def test_a_unique_prefix_names_a_session(chat: Path, tmp_path: Path) -> None:
     ambiguous = ccm("show", "ch")
     assert ambiguous.exit_code == 2
     assert "session prefix 'ch' is ambiguous: chat, chit" in ambiguous.stderr
+    # every command that takes sessions takes a prefix
+    rebuilt = ccm("rebuild", "cha", "--json")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "chat" in rebuilt.stdout and "chit" not in rebuilt.stdout
+    found = ccm("recall", "inotify", "--session", "cha", "--json")
+    assert found.exit_code == 0, found.output
+    assert {hit["session"] for hit in json.loads(found.stdout)["hits"]} == {"chat"}
+    consolidated = ccm("consolidate", "--session", "chi", "--json")
+    assert consolidated.exit_code == 0, consolidated.output
+    assert "chit" in json.loads(consolidated.stdout)["sessions"]["consolidated"]
 
 
 @pytest.mark.parametrize("bad_range", ["a:b", "1:x", "two"])

@@ -290,7 +290,11 @@ def test_unreadable_input_raises_format_error_naming_the_file(
 # never raises anything but FormatError
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda children: st.lists(children) | st.dictionaries(st.text(), children),
     max_leaves=30,
 )

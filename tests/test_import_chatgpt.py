@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,50 +14,12 @@ from ccm.errors import FormatError
 from ccm.ingest.chatgpt import parse
 from ccm.ingest.model import Parsed, ParseOptions
 from ccm.store import check_session_id
+from tests.helpers import chatgpt_conversation as conversation
+from tests.helpers import chatgpt_message as message
+from tests.helpers import zipped
 
 EXAMPLE = Path(__file__).parent / "fixtures" / "chatgpt" / "example-conversation.json"
 OPTIONS = ParseOptions()
-
-
-def message(role: str, content: Any, **extra: Any) -> dict[str, Any]:
-    """A message as the export writes it; `content` is parts, or a whole content dict."""
-    if not isinstance(content, dict):
-        content = {"content_type": "text", "parts": content}
-    body: dict[str, Any] = {
-        "author": {"role": role, "name": None, "metadata": {}},
-        "create_time": 1737000000.0,
-        "content": content,
-        "metadata": {},
-    }
-    body.update(extra)
-    return body
-
-
-def conversation(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A linear conversation under a `client-created-root` node, current_node at the end."""
-    mapping: dict[str, Any] = {
-        "client-created-root": {"id": "client-created-root", "parent": None, "children": []}
-    }
-    parent = "client-created-root"
-    for number, body in enumerate(messages, start=1):
-        node_id = f"n{number}"
-        mapping[parent]["children"].append(node_id)
-        mapping[node_id] = {
-            "id": node_id,
-            "parent": parent,
-            "children": [],
-            "message": {"id": node_id, **body},
-        }
-        parent = node_id
-    result: dict[str, Any] = {
-        "id": "c1",
-        "title": "A chat",
-        "create_time": 1737000000.0,
-        "current_node": parent,
-        "mapping": mapping,
-    }
-    result.update(extra)
-    return result
 
 
 def run(value: Any, options: ParseOptions = OPTIONS, name: str = "conversations.json") -> Parsed:
@@ -71,11 +31,8 @@ def contents(parsed: Parsed) -> list[tuple[str, str]]:
 
 
 def make_zip(members: dict[str, Any]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, value in members.items():
-            archive.writestr(name, value if isinstance(value, str) else json.dumps(value))
-    return buffer.getvalue()
+    """A ZIP of `members`, each a text or a JSON value."""
+    return zipped({n: v if isinstance(v, str) else json.dumps(v) for n, v in members.items()})
 
 
 # ---------------------------------------------------------------------------
@@ -479,7 +436,11 @@ def test_empty_mapping_gives_an_empty_session() -> None:
 # never raises anything but FormatError
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda children: st.lists(children) | st.dictionaries(st.text(), children),
     max_leaves=30,
 )

@@ -41,7 +41,6 @@ HASH_CHARS = 8
 SNIFF_BYTES = 1 << 20  # how much of a file `looks_like_export` reads
 # a conversation object's keys, as the export writes them before its "mapping"
 _SNIFF_MAPPING = re.compile(rb'"mapping"\s*:\s*\{')
-CONVERSATION_KEYS = frozenset({"title", "create_time", "current_node", "conversation_id"})
 _SNIFF_CONVERSATION = re.compile(rb'"(title|create_time|current_node|conversation_id)"\s*:')
 
 # What a message's content becomes: (text, "") or (None, reason it is skipped).
@@ -66,28 +65,16 @@ def parse(data: bytes, name: str, options: ParseOptions) -> Parsed:
 # recognising an export
 
 
-def is_export(head: bytes, complete: bool) -> bool:
-    """Whether `head`, the start of a JSON file (all of it when `complete`), is a ChatGPT
-    export: an array of conversations (or one conversation), each a "mapping" of nodes
-    with a title, a time or a current node.
-
-    A complete file is parsed; the start of a larger one is matched: an array or object
-    whose text has a "mapping" object and one of those keys."""
+def is_export(head: bytes) -> bool:
+    """Whether `head`, the start of a JSON file (or all of it), looks like a ChatGPT
+    export: an array or an object whose text has a "mapping" object and one of a
+    conversation's keys (a title, a time, a current node). The importer reads it
+    whole later; this only tells an export from the other .json files of a folder."""
     text = without_bom(head).lstrip()
-    if text[:1] not in (b"[", b"{"):
-        return False
-    if not complete:
-        return bool(_SNIFF_MAPPING.search(text) and _SNIFF_CONVERSATION.search(text))
-    try:
-        document = json.loads(text.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return False
-    items = document if isinstance(document, list) else [document]
-    first = next((item for item in items if isinstance(item, dict)), None)
     return (
-        first is not None
-        and isinstance(first.get("mapping"), dict)
-        and not CONVERSATION_KEYS.isdisjoint(first)
+        text[:1] in (b"[", b"{")
+        and _SNIFF_MAPPING.search(text) is not None
+        and _SNIFF_CONVERSATION.search(text) is not None
     )
 
 
@@ -95,10 +82,10 @@ def looks_like_export(path: Path) -> bool:
     """Whether the file at `path` holds a ChatGPT export, by its content (its first MiB)."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES + 1)
+            head = handle.read(SNIFF_BYTES)
     except OSError:
         return False
-    return is_export(head[:SNIFF_BYTES], len(head) <= SNIFF_BYTES)
+    return is_export(head)
 
 
 # ---------------------------------------------------------------------------
@@ -138,8 +125,10 @@ def _zip_members(data: bytes, name: str) -> list[tuple[str, bytes]]:
             found = [(member, archive.read(member)) for member in members]
             if not found:
                 others = sorted(i.filename for i in files if i.filename.endswith(".json"))
-                found = [(member, archive.read(member)) for member in others]
-                found = [(member, payload) for member, payload in found if is_export(payload, True)]
+                for member in others:
+                    payload = archive.read(member)
+                    if is_export(payload):  # kept only when it is one
+                        found.append((member, payload))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
         raise FormatError(f"{name}: unreadable ZIP file: {exc}", HINT) from exc
     except (RuntimeError, NotImplementedError, ValueError) as exc:  # encrypted, odd codec

@@ -31,14 +31,15 @@ def wide_encoding(data: bytes) -> str | None:
 
 
 def first_lines(data: bytes, count: int) -> Iterator[bytes]:
-    """The first `count` lines of `data`, whole however long (without copying the rest)."""
+    """The first `count` lines of `data` that are not blank, whole however long (without
+    copying the rest)."""
     start = 0
-    for _ in range(count):
-        if start >= len(data):
-            return
+    while count and start < len(data):
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        yield data[start:end]
+        if data[start:end].strip():
+            yield data[start:end]
+            count -= 1
         start = end + 1
 
 
@@ -57,7 +58,7 @@ def load_document(data: bytes, where: str, hint: str) -> Any:
     UTF-16 and UTF-32; a UTF-8 byte order mark is fine); anything else is a
     `FormatError` naming `where`."""
     try:
-        return json.loads(data.decode("utf-8-sig"))
+        return loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         wide = wide_encoding(data)
         if wide is not None:
@@ -136,9 +137,7 @@ def json_lines(
         try:
             value = loads(raw.decode("utf-8"))  # bytes would let json guess UTF-16/32
         except UnicodeDecodeError as exc:
-            yield _reject(
-                where, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", "save the file as UTF-8"
-            )
+            yield _reject(where, f"invalid UTF-8 ({exc.reason} at byte {exc.start})", UTF8_HINT)
             continue
         except (ValueError, RecursionError) as exc:
             yield _reject(

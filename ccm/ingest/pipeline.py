@@ -114,11 +114,8 @@ def _line_kind(value: Any) -> str | None:
 def detect_format(data: bytes, name: str) -> str | None:
     """Recognise an input by its content; None for an empty input (nothing to import);
     raise `FormatError` when it is none of ours, saying what it is instead."""
-    from ccm.ingest.lines import UTF8_HINT, first_lines, wide_encoding, without_bom
+    from ccm.ingest.lines import first_lines, without_bom
 
-    wide = wide_encoding(data)
-    if wide is not None:
-        raise FormatError(f"{name}: {wide} text, not UTF-8", UTF8_HINT)
     data = without_bom(data)
     if not data.strip():
         return None
@@ -137,8 +134,6 @@ def detect_format(data: bytes, name: str) -> str | None:
             return None  # an export without conversations
     problem = None  # what the lines are instead, when none is JSON
     for raw in first_lines(data, 50):
-        if not raw.strip():
-            continue
         try:
             kind = _line_kind(json.loads(raw.decode("utf-8")))
         except UnicodeDecodeError:
@@ -181,15 +176,16 @@ class Input:
     size: int
 
 
-def expand_inputs(paths: Iterable[str]) -> list[Input]:
-    """Files to read: a directory stands for the transcripts and exports inside it."""
+def expand_inputs(paths: Iterable[str | Input]) -> list[Input]:
+    """Files to read: a directory stands for the transcripts and exports inside it (an
+    `Input`, already expanded, stands for itself)."""
     inputs: list[Input] = []
     for given in paths:
-        if given == "-":
+        if isinstance(given, Input):
+            inputs.append(given)
+        elif given == "-":
             inputs.append(Input("-", None, 0))
-            continue
-        path = Path(given)
-        if path.is_dir():
+        elif (path := Path(given)).is_dir():
             found = sorted(
                 p
                 for p in path.rglob("*")
@@ -468,14 +464,15 @@ def _read(item: Input) -> bytes:
 
 def ingest(
     store: Store,
-    paths: Iterable[str],
+    paths: Iterable[str | Input],
     fmt: str = "auto",
     session: str | None = None,
     include_thinking: bool | None = None,
     progress: Callable[[int], None] | None = None,
     derive: bool = False,
 ) -> IngestReport:
-    """Import every input in `paths` into `store`; see the module docstring.
+    """Import every input in `paths` (paths, or inputs `expand_inputs` found) into
+    `store`; see the module docstring.
 
     With `derive`, the tiers (manifest, open, working) of every session that gained
     turns are brought up to date afterwards, incrementally.
@@ -485,12 +482,7 @@ def ingest(
     if session is not None:
         check_session_id(session)
     inputs = expand_inputs(paths)
-    config = store.config
-    options = ParseOptions(
-        session=session,
-        include_thinking=config.include_thinking if include_thinking is None else include_thinking,
-        max_line_bytes=config.max_line_bytes,
-    )
+    options = parse_options(store, session, include_thinking)
     store.chats.mkdir(parents=True, exist_ok=True)
     now = utc_now()
     report = IngestReport(inputs=len(inputs))
@@ -502,6 +494,19 @@ def ingest(
     if derive:
         _derive(store, report)
     return report
+
+
+def parse_options(
+    store: Store, session: str | None = None, include_thinking: bool | None = None
+) -> ParseOptions:
+    """How the importers read an input into `session`, as the root's config says
+    (`include_thinking`, when given, in place of the configured one)."""
+    config = store.config
+    return ParseOptions(
+        session=session,
+        include_thinking=config.include_thinking if include_thinking is None else include_thinking,
+        max_line_bytes=config.max_line_bytes,
+    )
 
 
 def ingest_data(
@@ -523,12 +528,7 @@ def ingest_data(
     those are read to tell which turns are new, not the whole session. Turns without a
     source id are told apart by counting them over the whole session, so with any of
     those every turn is read anyway."""
-    config = store.config
-    options = ParseOptions(
-        session=session,
-        include_thinking=config.include_thinking,
-        max_line_bytes=config.max_line_bytes,
-    )
+    options = parse_options(store, session)
     store.chats.mkdir(parents=True, exist_ok=True)
     report = IngestReport(inputs=1)
     _ingest_input(store, report, data, name, fmt, options, utc_now(), recent, start)
@@ -548,7 +548,12 @@ def _ingest_input(
     start: tuple[int, int] = (0, 0),
 ) -> None:
     """Parse one input and append its new turns, adding what happened to `report`."""
+    from ccm.ingest.lines import UTF8_HINT, wide_encoding
+
     try:
+        wide = wide_encoding(data)
+        if wide is not None:  # whatever the format: every importer reads UTF-8
+            raise FormatError(f"{name}: {wide} text, not UTF-8", UTF8_HINT)
         kind = fmt if fmt != "auto" else detect_format(data, name)
         if kind is None:
             report.skipped["empty_input"] += 1
@@ -592,23 +597,8 @@ def _derive(store: Store, report: IngestReport) -> None:
         folder = store.session_dir(result.session)
         if not (folder / "raw.jsonl").exists():
             continue  # nothing was ever imported into it
-        if result.added or _behind(store, result.session):
+        if result.added or derive_tiers.behind(store, result.session):
             derived = derive_tiers.update(store, result.session)
             index.update(result.session, derived.tiers.manifest)
             report.derived.append(result.session)
     index.close()
-
-
-def _behind(store: Store, session: str) -> bool:
-    """Whether the session's tiers may not hold all of raw.jsonl: none were written, or
-    the log changed after the engine last read it (an ingest killed between its append
-    and its update, a writer that does not derive)."""
-    from ccm import derive as derive_tiers
-
-    if not (store.session_dir(session) / "manifest.yaml").exists():
-        return True
-    try:
-        read = derive_tiers.cache_path(store, session).stat().st_mtime_ns
-    except OSError:
-        return True
-    return store.raw_path(session).stat().st_mtime_ns > read
