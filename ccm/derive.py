@@ -140,7 +140,6 @@ class Engine:
         self.cursor = Cursor()
         self.key = ""
         self.inode: int | None = None
-        self.cut = False  # the log was found shorter than read: never resume from the cache
         self.saved: tuple[int, int | None] | None = None  # the cache's (offset, inode)
         self.render_cache = RenderCache()
         # what the derived files held when last written or read, and the manifest's
@@ -167,20 +166,21 @@ class Engine:
         self.saved = (self.cursor.offset, inode)
         return False
 
-    def _still_valid(self, params: Params) -> bool:
+    def _standing(self, params: Params) -> str:
+        """What the state in memory is worth: "current" (fold on from it), "unknown"
+        (start from the cache, if it can resume: a new inode may be a moved or restored
+        root, or a replaced log), or "cut" (the log is shorter than what was folded:
+        start from nothing)."""
         if self.state is None or self.key != params.key():
-            return False
+            return "unknown"
         try:
             st = self.store.raw_path(self.session).stat()
         except FileNotFoundError:
-            return False
+            return "unknown"
         if st.st_size < self.cursor.offset:
             log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", self.session)
-            self.cut = True
-            return False
-        # a new inode: the cache says whether the bytes are the ones folded (a moved
-        # or restored root) or the log was replaced
-        return st.st_ino == self.inode
+            return "cut"
+        return "current" if st.st_ino == self.inode else "unknown"
 
     def update(
         self, rebuild: bool = False, save: bool = True, durable: bool = True, later: bool = False
@@ -199,9 +199,9 @@ class Engine:
         config = store.config
         params = Params.from_config(config)
         rebuilt = False
-        if rebuild or not self._still_valid(params):
-            rebuilt = self._fresh_start(params, rebuild or self.cut)
-            self.cut = False
+        standing = "cut" if rebuild else self._standing(params)
+        if standing != "current":
+            rebuilt = self._fresh_start(params, standing == "cut")
         assert self.state is not None
         turns, bad, repeated, self.cursor = _read_turns(
             store, session, self.cursor, self.state["last_turn"]
