@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import MODEL, NOUNS, write_session  # noqa: E402
-from benchmarks.timing import summary  # noqa: E402
+from benchmarks.timing import progress, ratio, summary  # noqa: E402
 
 TARGET_MS = 300.0
 EVENTS = ("prompt-recall", "prompt-casual", "SessionStart", "PreCompact", "Stop")
@@ -63,7 +63,7 @@ CONTEXT_BUDGET = 4000  # of the reference `ccm context` (raised when ccm refuses
 
 
 def _progress(message: str) -> None:
-    print(f"[hook bench] {message}", file=sys.stderr, flush=True)
+    progress("hook", message)
 
 
 def _iso(ms: int) -> str:
@@ -343,9 +343,10 @@ def main(argv: list[str] | None = None) -> None:
     if len(sizes) > 1:  # of the first mode
         small, large = results[0], results[len(sizes) - 1]
         for label in (*EVENTS, *REFERENCES):
-            low = small["events"][label]["p50_ms"]
-            ratios[label] = round(large["events"][label]["p50_ms"] / low, 2) if low else None
-        ratios["first"] = round(large["first_ms"] / small["first_ms"], 2)
+            ratios[label] = ratio(
+                large["events"][label]["p50_ms"], small["events"][label]["p50_ms"]
+            )
+        ratios["first"] = ratio(large["first_ms"], small["first_ms"])
     if args.json:
         print(
             json.dumps(

@@ -64,7 +64,7 @@ import anthropic  # noqa: E402
 from anthropic.types import Message  # noqa: E402
 
 from benchmarks.generate import write_session  # noqa: E402
-from benchmarks.timing import summary  # noqa: E402
+from benchmarks.timing import progress, ratio, summary  # noqa: E402
 from ccm import derive, live, tokens  # noqa: E402
 from ccm.proxy import KEPT_ENGINES, WRITE_LATER, Proxy, Settings  # noqa: E402
 from ccm.store import Store  # noqa: E402
@@ -81,7 +81,7 @@ MAX_BUDGET = 512_000
 
 
 def _progress(message: str) -> None:
-    print(f"[proxy bench] {message}", file=sys.stderr, flush=True)
+    progress("proxy", message)
 
 
 def conversation(turns: int, seed: int, work: Path) -> list[dict[str, Any]]:
@@ -202,8 +202,10 @@ class Bench:
         self.fake.sent.clear()
 
     def warm(self, client: Client) -> float:
-        """`WARMUP` untimed requests; the first one's time. In manage mode, the budget is
-        doubled until ccm's context goes upstream."""
+        """`WARMUP` untimed requests; the first one's time (a whole request, which builds
+        the session's engine and index). In manage mode, the budget is doubled until
+        ccm's context goes upstream; the refused request's prompt and answer leave the
+        history, which stays as long as the other modes'."""
         first = client.request(stream=False)
         if client.mode == "manage":
             while not self.managed() and self.budget < MAX_BUDGET:
@@ -212,6 +214,8 @@ class Bench:
                 self.serve_manage()
                 client.sdk = self.client("manage", client.session, [], 0).sdk
                 self.forget()
+                del client.messages[-2:]
+                client.prompts -= 1
                 client.request(stream=False)
         self.forget()
         for number in range(1, WARMUP):
@@ -288,9 +292,10 @@ def _ratios(results: list[dict[str, Any]]) -> dict[str, float | None]:
             continue
         for mode in MODES:
             for call in CALLS:
-                low = small[history]["modes"][mode][call]["p50_ms"]
-                high = large[history]["modes"][mode][call]["p50_ms"]
-                ratios[f"{history} {mode} {call}"] = round(high / low, 2) if low else None
+                ratios[f"{history} {mode} {call}"] = ratio(
+                    large[history]["modes"][mode][call]["p50_ms"],
+                    small[history]["modes"][mode][call]["p50_ms"],
+                )
     return ratios
 
 
@@ -368,7 +373,7 @@ def main(argv: list[str] | None = None) -> None:
                 for call in CALLS:
                     e = entry["modes"][mode][call]
                     added = entry["added"].get(mode, {}).get(call)
-                    first = entry["first_ms"][mode] if call == CALLS[0] else ""
+                    first = entry["first_ms"][mode] if call == "whole" else ""
                     print(
                         f"  {r['turns']:>6} {history:<8} {r['history_mb'][history]:>6}  "
                         f"{mode:<8} {call:<7} {e['p50_ms']:>8} {e['p95_ms']:>8} {e['max_ms']:>8} "

@@ -1,8 +1,10 @@
-"""Timings as the benchmarks report them: milliseconds, p50, p95 and the worst."""
+"""Timings as the benchmarks report them: milliseconds, p50, p95 and the worst; the
+ratio of two figures; progress lines on standard error."""
 
 from __future__ import annotations
 
 import statistics
+import sys
 from typing import Any
 
 
@@ -20,3 +22,14 @@ def summary(seconds: list[float], target_ms: float | None = None) -> dict[str, A
     if target_ms is not None:
         found["p95_target_ratio"] = round(p95 * 1000 / target_ms, 2)
     return found
+
+
+def ratio(high: float, low: float) -> float | None:
+    """`high` / `low` to two places (None when `low` is 0): how a figure grows with size."""
+    return round(high / low, 2) if low else None
+
+
+def progress(bench: str, message: str) -> None:
+    """A progress line of benchmark `bench` on standard error (standard output is the
+    report)."""
+    print(f"[{bench} bench] {message}", file=sys.stderr, flush=True)

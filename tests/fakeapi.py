@@ -85,8 +85,9 @@ class Reply:
     _tool_ids: ClassVar[itertools.count[int]] = itertools.count(1)
 
     @classmethod
-    def text(cls, text: str, stop_reason: str = "end_turn") -> Reply:
-        return cls(content=[{"type": "text", "text": text}], stop_reason=stop_reason)
+    def text(cls, text: str, **options: Any) -> Reply:
+        """One text block; `options` are the other fields (delay, pace, cut_after...)."""
+        return cls(content=[{"type": "text", "text": text}], **options)
 
     @classmethod
     def tool_use(

@@ -9,14 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 from ccm import __version__
-from ccm.cli import main
-
-
-def ccm(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
+from tests.helpers import ccm
 
 
 def raw_entries(home: Path, session: str) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -18,12 +18,9 @@ from ccm.cli import main
 from ccm.context import assemble, classify
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
+from tests.helpers import ccm_at as ccm
 
 SAMPLE = Path(__file__).parent.parent / "sample_knowledge"
-
-
-def ccm(root: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["--root", str(root), *args])
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,21 +21,9 @@ from ccm.cli import main
 from ccm.daemon import Daemon, session_of
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
+from tests.helpers import WAIT, wait_for
 
 SAMPLE = Path(__file__).parent.parent / "sample_knowledge" / "sources"
-WAIT = 30.0  # seconds a change may take to show (never a speed claim: a liveness bound)
-
-
-def wait_for(check: Callable[[], object], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return
-        except (OSError, ValueError):
-            pass  # a file mid-replacement or not there yet
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def derived(root: Path, session: str) -> dict[str, bytes]:

@@ -131,7 +131,7 @@ def test_rate_limit_error_with_retry_after(
 def test_cut_stream_raises_and_error_event_raises(
     fake: FakeAnthropic, client: anthropic.Anthropic
 ) -> None:
-    fake.push(Reply(content=[{"type": "text", "text": "never finished " * 5}], cut_after=3))
+    fake.push(Reply.text("never finished " * 5, cut_after=3))
     with (
         pytest.raises((anthropic.APIError, httpx2.HTTPError)),
         client.messages.stream(model=MODEL, max_tokens=100, messages=ask("hi")) as stream,
@@ -143,7 +143,7 @@ def test_cut_stream_raises_and_error_event_raises(
         "content_block_start",
     ]
 
-    fake.push(Reply(content=[{"type": "text", "text": "overloaded midway " * 5}], error_after=4))
+    fake.push(Reply.text("overloaded midway " * 5, error_after=4))
     with (
         pytest.raises(anthropic.APIStatusError, match="Overloaded"),
         client.messages.stream(model=MODEL, max_tokens=100, messages=ask("hi")) as stream,

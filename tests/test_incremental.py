@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from ccm.engine.fold import Params, fold, new_state
 from ccm.index import Index
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
+from tests.helpers import wait_for
 
 SAMPLE = Path(__file__).parent.parent / "sample_knowledge" / "sources"
 LINES = [
@@ -498,9 +498,7 @@ def test_a_keeper_writes_the_manifest_and_cache_a_moment_later(tmp_path: Path) -
     assert derived.tiers.manifest["turns"] == len(LINES)  # the tiers are current
     assert "turns: 10\n" in manifest.read_text()  # the file waits
     assert list(keeper.due) == [(store.root, "chat")]
-    deadline = time.monotonic() + 10
-    while "turns: 10\n" in manifest.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: "turns: 10\n" not in manifest.read_text(), "the manifest written later")
     assert manifest.read_text() == _rebuilt_elsewhere(store, tmp_path / "mirror")["manifest.yaml"]
     engine = derive.Engine(store, "chat")
     assert engine.update().rebuilt is False  # from the cache it saved

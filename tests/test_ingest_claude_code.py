@@ -16,17 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
 
-from ccm.cli import main
+from tests.helpers import ccm
 
 S1 = "1af7fc5e-8455-4414-9ccd-011d40f70b2a"
 S2 = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
 MERGED = "msg_018mu4atNCkxSiLt7VVQquTL"  # lines 6-10 of S1: five tool_use records
-
-
-def ccm(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
 
 
 def raw_entries(home: Path, session: str) -> list[dict[str, Any]]:

@@ -10,14 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from freezegun import freeze_time
 
-from ccm.cli import main
-
-
-def ccm(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
+from tests.helpers import ccm
 
 
 def lines(*turns: dict[str, Any]) -> str:

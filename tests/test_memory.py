@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccm.cli import main
 from ccm.engine.commands import parse, resolve
+from tests.helpers import ccm_at as ccm
 
 SAMPLE = Path(__file__).parent.parent / "sample_knowledge"
 MANIFEST: dict[str, Any] = {
@@ -53,10 +54,6 @@ def root(tmp_path: Path) -> Path:
     result = CliRunner().invoke(main, ["--root", str(path), "ingest", str(SAMPLE / "sources")])
     assert result.exit_code == 0, result.output
     return path
-
-
-def ccm(root: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["--root", str(root), *args])
 
 
 def tier(root: Path, session: str, name: str) -> Any:

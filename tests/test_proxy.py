@@ -10,19 +10,17 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
-from click.testing import CliRunner
 
 from ccm import live, tokens
-from ccm.cli import main
 from ccm.proxy import Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Reply, Serving
+from tests.helpers import ccm, said, wait_for
 
 KEY = "sk-ant-test-0123456789-secret"
 MODEL = "claude-test"
@@ -53,28 +51,31 @@ def client(url: str, **options: Any) -> Any:
     return anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0, **options)
 
 
-def said(store: Store, session: str) -> list[tuple[str, str]]:
-    """The session's turns as (role, content), in order."""
-    turns, bad, _ = store.read_turns(session)
-    assert bad == []
-    return [(t["role"], t["content"]) for t in turns]
-
-
 def events(store: Store, session: str, kind: str | None = None) -> list[dict[str, Any]]:
     found, bad, _ = store.read_events(session)
     assert bad == []
     return [e for e in found if kind is None or e["kind"] == kind]
 
 
-def wait_for(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.02)
-
-
 def body(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"model": MODEL, "max_tokens": 256, "messages": messages, **extra}
+
+
+def user(text: str) -> list[dict[str, Any]]:
+    """A conversation of one user message."""
+    return [{"role": "user", "content": text}]
+
+
+def create(
+    target: Any, messages: list[dict[str, Any]], session: str | None = None, **options: Any
+) -> Any:
+    """One `messages.create` through the SDK (`target`: the proxy's URL, or a client),
+    with the session header when `session` is given."""
+    sdk = client(target) if isinstance(target, str) else target
+    if session is not None:
+        options["extra_headers"] = {"x-ccm-session": session}
+    options.setdefault("max_tokens", 64)
+    return sdk.messages.create(model=MODEL, messages=messages, **options)
 
 
 # ---------------------------------------------------------------------------
@@ -85,7 +86,7 @@ def test_observe_forwards_the_request_and_returns_the_upstream_bytes(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
     fake.push(Reply.text("Paris is the capital of France."))
-    sent = body([{"role": "user", "content": "What is the capital of France?"}], system="Be brief.")
+    sent = body(user("What is the capital of France?"), system="Be brief.")
     raw = json.dumps(sent).encode()
     with serve() as url, httpx2.Client() as http:
         answer = http.post(
@@ -108,7 +109,7 @@ def test_observe_stream_reaches_the_client_byte_for_byte(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
     fake.push(Reply.text("A long streamed answer, cut by the fake into many small deltas."))
-    sent = body([{"role": "user", "content": "Stream me something."}], stream=True)
+    sent = body(user("Stream me something."), stream=True)
     with (
         serve() as url,
         httpx2.Client() as http,
@@ -125,6 +126,31 @@ def test_observe_stream_reaches_the_client_byte_for_byte(
         "assistant",
         "A long streamed answer, cut by the fake into many small deltas.",
     )
+
+
+def test_a_streamed_reply_with_thinking_is_put_together_as_the_sdk_does(
+    serve: Serve, fake: FakeAnthropic, store: Store
+) -> None:
+    content = [
+        {"type": "thinking", "thinking": "The user asks for a sum. " * 4, "signature": "sig-1"},
+        {"type": "text", "text": "Two and two make four."},
+    ]
+    fake.push(Reply(content=content))
+    with (
+        serve() as url,
+        client(url).messages.stream(
+            model=MODEL, max_tokens=64, messages=user("2+2?"), extra_headers={"x-ccm-session": "t"}
+        ) as stream,
+    ):
+        final = stream.get_final_message()
+    assert [block.model_dump(exclude_none=True) for block in final.content] == content
+    rebuilt = Reassembly()
+    for frame in Frames().feed(fake.sent[-1]):
+        rebuilt.add(frame)
+    assert rebuilt.complete and rebuilt.message is not None
+    assert rebuilt.message["content"] == content  # what the proxy records it from
+    wait_for(lambda: len(said(store, "t")) == 2)
+    assert said(store, "t")[-1] == ("assistant", "Two and two make four.")
 
 
 def test_a_conversation_through_the_sdk_records_every_turn_once(
@@ -167,21 +193,21 @@ def test_a_conversation_through_the_sdk_records_every_turn_once(
 def test_a_retried_request_appends_nothing_twice(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
-    first = [{"role": "user", "content": "Plan the migration."}]
+    first = user("Plan the migration.")
     with serve() as url:
         sdk = client(url)
-        sdk.messages.create(model=MODEL, max_tokens=64, messages=first)
+        create(sdk, first)
         # the reply was lost on the way: the client sends the same request again
-        again = sdk.messages.create(model=MODEL, max_tokens=64, messages=first)
+        again = create(sdk, first)
         follow = [
             *first,
             {"role": "assistant", "content": again.content[0].text},
             {"role": "user", "content": "Start with the database."},
         ]
-        sdk.messages.create(model=MODEL, max_tokens=64, messages=follow)
+        create(sdk, follow)
         # an edited last message: a new branch, the old one stays in the log
         edited = [*follow[:2], {"role": "user", "content": "Start with the queues."}]
-        sdk.messages.create(model=MODEL, max_tokens=64, messages=edited)
+        create(sdk, edited)
         (session,) = store.sessions()
     users = [text for role, text in said(store, session) if role == "user"]
     assert users == ["Plan the migration.", "Start with the database.", "Start with the queues."]
@@ -196,28 +222,16 @@ def test_a_retried_request_appends_nothing_twice(
 def test_the_session_comes_from_the_header_then_the_user_id_then_a_digest(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
-    messages = [{"role": "user", "content": "hi"}]
+    messages = user("hi")
     with serve(session_header="x-my-session") as url:
         sdk = client(url)
-        sdk.messages.create(
-            model=MODEL,
-            max_tokens=8,
-            messages=messages,
-            metadata={"user_id": "someone"},
-            extra_headers={"x-my-session": "by-header"},
-        )
-        sdk.messages.create(
-            model=MODEL, max_tokens=8, messages=messages, metadata={"user_id": "Jo Smith/1"}
-        )
-        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
-        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)  # the same digest
+        by_header = {"x-my-session": "by-header"}
+        create(sdk, messages, metadata={"user_id": "someone"}, extra_headers=by_header)
+        create(sdk, messages, metadata={"user_id": "Jo Smith/1"})
+        create(sdk, messages)
+        create(sdk, messages)  # the same digest
         with pytest.raises(anthropic.BadRequestError) as bad:
-            sdk.messages.create(
-                model=MODEL,
-                max_tokens=8,
-                messages=messages,
-                extra_headers={"x-my-session": "../../etc"},
-            )
+            create(sdk, messages, extra_headers={"x-my-session": "../../etc"})
         assert "x-my-session" in str(bad.value)
     sessions = store.sessions()
     assert "by-header" in sessions
@@ -252,12 +266,10 @@ def test_an_upstream_error_comes_back_as_it_was_and_leaves_an_event(
 ) -> None:
     fake.push(Reply.error(status, kind, f"upstream said {status}", headers))
     fake.push(Reply.error(status, kind, f"upstream said {status}", headers))
-    messages = [{"role": "user", "content": "Will this work?"}]
+    messages = user("Will this work?")
     with serve() as url:
         with pytest.raises(error) as raised:
-            client(url).messages.create(
-                model=MODEL, max_tokens=8, messages=messages, extra_headers={"x-ccm-session": "e"}
-            )
+            create(url, messages, "e")
         with httpx2.Client() as http:
             answer = http.post(
                 f"{url}/v1/messages",
@@ -283,14 +295,9 @@ def test_an_upstream_error_comes_back_as_it_was_and_leaves_an_event(
 def test_an_upstream_that_does_not_answer_in_time_is_a_504(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
-    fake.push(Reply(content=[{"type": "text", "text": "too late"}], delay=5))
+    fake.push(Reply.text("too late", delay=5))
     with serve(timeout=0.5) as url, pytest.raises(anthropic.InternalServerError) as raised:
-        client(url).messages.create(
-            model=MODEL,
-            max_tokens=8,
-            messages=[{"role": "user", "content": "Are you there?"}],
-            extra_headers={"x-ccm-session": "slow"},
-        )
+        create(url, user("Are you there?"), "slow")
     assert raised.value.status_code == 504
     assert raised.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
     assert said(store, "slow") == [("user", "Are you there?")]
@@ -300,12 +307,7 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504(
 def test_an_unreachable_upstream_is_a_502(store: Store) -> None:
     nowhere = Proxy(store, Settings(upstream="http://127.0.0.1:9")).app()
     with Serving(nowhere) as url, pytest.raises(anthropic.APIStatusError) as raised:
-        client(url).messages.create(
-            model=MODEL,
-            max_tokens=8,
-            messages=[{"role": "user", "content": "Hello?"}],
-            extra_headers={"x-ccm-session": "down"},
-        )
+        create(url, user("Hello?"), "down")
     assert raised.value.status_code == 502
     assert said(store, "down") == [("user", "Hello?")]
 
@@ -314,19 +316,15 @@ def test_an_unreachable_upstream_is_a_502(store: Store) -> None:
 def test_a_stream_that_fails_leaves_the_user_turn_and_an_error_event(
     serve: Serve, fake: FakeAnthropic, store: Store, how: str
 ) -> None:
-    reply = Reply.text("This answer will never arrive whole, whatever the client does.")
-    if how == "cut":
-        reply.cut_after = 5
-    else:
-        reply.error_after = 5
-    fake.push(reply)
+    text = "This answer will never arrive whole, whatever the client does."
+    fake.push(Reply.text(text, **{f"{how}_after": 5}))
     with (
         serve() as url,
         pytest.raises(anthropic.APIError),
         client(url).messages.stream(
             model=MODEL,
             max_tokens=64,
-            messages=[{"role": "user", "content": "Tell me everything."}],
+            messages=user("Tell me everything."),
             extra_headers={"x-ccm-session": "broken"},
         ) as stream,
     ):
@@ -342,12 +340,12 @@ def test_a_client_that_hangs_up_mid_stream_loses_nothing(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
     text = "A slow answer that goes on for a while, long after the client has gone. " * 3
-    fake.push(Reply(content=[{"type": "text", "text": text}], pace=0.02))
+    fake.push(Reply.text(text, pace=0.02))
     with serve() as url, httpx2.Client() as http:
         with http.stream(
             "POST",
             f"{url}/v1/messages",
-            json=body([{"role": "user", "content": "Go on."}], stream=True),
+            json=body(user("Go on."), stream=True),
             headers={**HEADERS, "x-ccm-session": "gone"},
         ) as answer:
             first = next(answer.iter_raw())  # one piece, then hang up
@@ -400,13 +398,12 @@ def test_other_paths_pass_through_and_record_nothing(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
     with serve() as url:
-        counted = client(url).messages.count_tokens(
-            model=MODEL, messages=[{"role": "user", "content": "count me " * 20}]
-        )
+        counted = client(url).messages.count_tokens(model=MODEL, messages=user("count me " * 20))
         with httpx2.Client() as http:
             models = http.get(f"{url}/v1/models?limit=3", headers=HEADERS)
             not_json = http.post(f"{url}/v1/messages", content=b"{oops", headers=HEADERS)
-    assert counted.input_tokens > 0
+    # the upstream's count (the fake counts a quarter token a byte of the body)
+    assert counted.input_tokens == len(json.dumps(fake.received[-3].json)) // 4
     assert models.status_code == 200
     assert models.json() == {"data": [], "path": "/v1/models"}
     assert fake.received[-2].query == "limit=3"
@@ -423,13 +420,13 @@ def test_the_api_key_is_never_written(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     fake.push(Reply.text("fine"), Reply.error(401, "authentication_error", "invalid x-api-key"))
-    fake.push(Reply(content=[{"type": "text", "text": "x"}], cut_after=3))
+    fake.push(Reply.text("x", cut_after=3))
     with serve(mode="manage") as url:
         sdk = client(url)
-        messages = [{"role": "user", "content": "Remember: I like tea."}]
-        sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
+        messages = user("Remember: I like tea.")
+        create(sdk, messages)
         with pytest.raises(anthropic.AuthenticationError):
-            sdk.messages.create(model=MODEL, max_tokens=8, messages=messages)
+            create(sdk, messages)
         with (
             pytest.raises(anthropic.APIError),
             sdk.messages.stream(model=MODEL, max_tokens=8, messages=messages) as stream,
@@ -540,7 +537,7 @@ def size_of(request: dict[str, Any]) -> int:
                     total += tokens.count_tokens(json.dumps(block["input"]))
                 elif block.get("type") == "tool_result":
                     total += tokens.count_tokens(str(block["content"]))
-    ccm_blocks = [b["text"] for b in request["system"] if b["text"].startswith("# Memory (ccm)")]
+    ccm_blocks = [b["text"] for b in request["system"] if b["text"].startswith(live.MEMORY_HEADER)]
     return total + sum(tokens.count_tokens(text) for text in ccm_blocks)
 
 
@@ -548,26 +545,19 @@ def test_manage_sends_ccms_context_within_the_budget(
     serve: Serve, fake: FakeAnthropic, store: Store
 ) -> None:
     history = long_history(60)
-    current: list[dict[str, Any]] = [{"role": "user", "content": "Now fix the flaky parser test."}]
+    current: list[dict[str, Any]] = user("Now fix the flaky parser test.")
     for number in range(4):
         current += tool_round(number)
     messages = history + current
     system = "You are a careful coding agent working in the platform repository."
     budget = 2000
     with serve(mode="manage", budget=budget) as url:
-        reply = client(url).messages.create(
-            model=MODEL,
-            max_tokens=64,
-            system=system,
-            messages=messages,
-            tools=[BASH],
-            extra_headers={"x-ccm-session": "platform"},
-        )
+        reply = create(url, messages, "platform", system=system, tools=[BASH])
     assert reply.content[0].type == "text"
     upstream = fake.messages()[-1]
     assert upstream["system"][0] == {"type": "text", "text": system}  # the caller's, first, whole
     memory = upstream["system"][-1]["text"]
-    assert memory.startswith("# Memory (ccm)")
+    assert memory.startswith(live.MEMORY_HEADER)
     assert "never push straight to main" in memory  # the critical item, though its turn is gone
     sent = upstream["messages"]
     assert len(sent) < len(messages)
@@ -595,15 +585,10 @@ def test_manage_recalls_what_the_question_is_about(
         "content": "When does the staging database password rotation happen?",
     }
     with serve(mode="manage", budget=1500) as url:
-        client(url).messages.create(
-            model=MODEL,
-            max_tokens=64,
-            messages=[*history, question],
-            extra_headers={"x-ccm-session": "ops"},
-        )
+        create(url, [*history, question], "ops")
     sent = fake.messages()[-1]["messages"]
     assert sent[0]["role"] == "user"
-    assert sent[0]["content"].startswith("[ccm] Recalled")
+    assert sent[0]["content"].startswith(live.RECALL_HEADER)
     assert "Tuesdays at 14:00 UTC" in sent[0]["content"]
     assert sent[-1] == question
     assert "tools" not in fake.messages()[-1]  # a request without tools gets none
@@ -618,9 +603,7 @@ def test_manage_sends_a_short_conversation_whole(
         {"role": "user", "content": "What is the rule about main?"},
     ]
     with serve(mode="manage", budget=3000) as url:
-        client(url).messages.create(
-            model=MODEL, max_tokens=64, system="Be kind.", messages=messages
-        )
+        create(url, messages, system="Be kind.")
     upstream = fake.messages()[-1]
     assert upstream["messages"] == messages  # all of it fits: nothing recalled, nothing cut
     assert upstream["system"][0] == {"type": "text", "text": "Be kind."}
@@ -704,17 +687,12 @@ def test_commands_in_messages_are_run_and_are_events(
 ) -> None:
     fake.push(Reply.text('Noted. @create("the team deploys on Thursdays")'))
     with serve() as url:
-        client(url).messages.create(
-            model=MODEL,
-            max_tokens=64,
-            messages=[{"role": "user", "content": 'Where were we? @recall("linter settings")'}],
-            extra_headers={"x-ccm-session": "cmd"},
-        )
+        create(url, user('Where were we? @recall("linter settings")'), "cmd")
     wait_for(lambda: len(said(store, "cmd")) == 2)
     kinds = {(e["who"], e["kind"]) for e in events(store, "cmd")}
     assert ("user", "recall") in kinds
     assert ("model", "create") in kinds
-    result = CliRunner().invoke(main, ["events", "cmd", "--json"])
+    result = ccm("events", "cmd", "--json")
     assert result.exit_code == 0, result.output
     assert "the team deploys on Thursdays" in result.output
 
@@ -724,7 +702,7 @@ def test_commands_in_messages_are_run_and_are_events(
 
 
 def test_proxy_help_names_the_one_setting() -> None:
-    result = CliRunner().invoke(main, ["proxy", "--help"])
+    result = ccm("proxy", "--help")
     assert result.exit_code == 0
     assert "ANTHROPIC_BASE_URL" in result.output
     assert "--mode [observe|manage]" in result.output
@@ -733,12 +711,12 @@ def test_proxy_help_names_the_one_setting() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--upstream", "api.anthropic.com"], "is not a URL"),
-        (["--mode", "rewrite"], "rewrite"),
-        (["--budget", "10"], "10"),
+        (["--upstream", "api.anthropic.com"], "--upstream 'api.anthropic.com' is not a URL"),
+        (["--mode", "rewrite"], "'rewrite' is not one of 'observe', 'manage'"),
+        (["--budget", "10"], "10 is not in the range x>=500"),
     ],
 )
-def test_proxy_refuses_bad_options(args: list[str], words: str, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["proxy", *args])
+def test_proxy_refuses_bad_options(args: list[str], words: str) -> None:
+    result = ccm("proxy", *args)
     assert result.exit_code != 0
     assert words in result.output

@@ -7,13 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner, Result
-
-from ccm.cli import main
-
-
-def ccm(root: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["--root", str(root), *args])
+from tests.helpers import ccm_at as ccm
 
 
 def _session(tmp_path: Path, lines: list[tuple[str, str]]) -> Path:
