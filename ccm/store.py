@@ -157,14 +157,15 @@ def signature(st: os.stat_result) -> Signature:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-PROBE_SPAN = 64 * 1024
+PROBE_SPAN = 16 * 1024  # bytes read at each end (an index update takes a probe: kept small)
 
 
 def probe(path: Path, offset: int) -> str:
     """A digest of the first `offset` bytes of `path` as far as a resumed reader cares:
-    the offset, the first and the last 64 KiB before it. "" when the file is missing
-    or shorter. Saved beside a read position, it tells a copy of the file (a moved or
-    restored root: a new inode, the same bytes) from a file cut short or replaced."""
+    the offset, the first and the last `PROBE_SPAN` bytes before it. "" when the file is
+    missing or shorter. Saved beside a read position, it tells a copy of the file (a
+    moved or restored root: a new inode, the same bytes) from a file cut short or
+    replaced."""
     digest = hashlib.blake2b(str(offset).encode(), digest_size=16)
     head_size = min(offset, PROBE_SPAN)
     tail_from = max(head_size, offset - PROBE_SPAN)
