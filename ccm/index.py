@@ -14,6 +14,7 @@ of an update is that of the new turns (plus the last, still growing, pair).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import functools
@@ -240,17 +241,42 @@ def excerpt(content: str, chars: int, turn: int) -> str:
 
 
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
+CHARS_A_TOKEN = (
+    16  # more than any but a freak line has: one longer than this many tokens is not counted
+)
+
+
+class _Pieces:
+    """The pieces `focused` takes a long turn's text in (its lines, a long line's
+    sentences), and all of them as `lexical.folded_lower` reads them, a line each,
+    with where each starts: the same turns are recalled request after request, with
+    queries that differ."""
+
+    __slots__ = ("lowered", "pieces", "starts")
+
+    def __init__(self, text: str) -> None:
+        pieces: list[str] = []
+        for line in text.split("\n"):
+            pieces += sentences(line) if len(line) > LONG_LINE else [line]
+        self.pieces = pieces
+        lowered = [lexical.folded_lower(piece) for piece in pieces]
+        self.lowered = "\n".join(lowered)
+        self.starts = list(itertools.accumulate((len(p) + 1 for p in lowered[:-1]), initial=0))
+
+    def held(self, wanted: frozenset[str]) -> list[int]:
+        """How many of the `wanted` terms each piece holds."""
+        found: dict[int, set[str]] = defaultdict(set)
+        for offset, term in lexical.terms_at(self.lowered, wanted):
+            found[bisect.bisect_right(self.starts, offset) - 1].add(term)
+        held = [0] * len(self.pieces)
+        for at, terms in found.items():
+            held[at] = len(terms)
+        return held
 
 
 @functools.lru_cache(maxsize=1024)
-def _pieces(text: str) -> tuple[list[str], list[frozenset[str]]]:
-    """The pieces `focused` takes a long turn's text in (its lines, a long line's
-    sentences) and the stemmed terms of each: the same turns are recalled request
-    after request, and only the query changes."""
-    pieces: list[str] = []
-    for line in text.split("\n"):
-        pieces += sentences(line) if len(line) > LONG_LINE else [line]
-    return pieces, [frozenset(lexical.term_counts(piece)) for piece in pieces]
+def _pieces(text: str) -> _Pieces:
+    return _Pieces(text)
 
 
 def focused(
@@ -262,16 +288,19 @@ def focused(
     matched header), and, of a tool's output (`tool`), its last line (where a command's error or
     summary is), in their order, with a note saying where to get it whole; None when no
     line holds a term (its first and last lines alone would say nothing asked)."""
-    wanted = set(terms)
-    pieces, piece_terms = _pieces(text)
+    split = _pieces(text)
+    pieces = split.pieces
+    held = split.held(frozenset(terms))
+    if not any(held):
+        return None
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
     used = tokens.count_cached(note) + 1
     keep: set[int] = set()
 
     def take(at: int) -> bool:
         nonlocal used
-        if at in keep:
-            return False
+        if at in keep or used + 3 + len(pieces[at]) // CHARS_A_TOKEN > most:
+            return False  # (a line too long to fit is not counted)
         cost = tokens.count_cached(pieces[at]) + 3  # its line, and a gap's line before it
         if used + cost > most:
             return False
@@ -280,12 +309,8 @@ def focused(
         return True
 
     take(0)
-    last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
     if tool:  # how it ended
-        take(last)
-    held = [len(wanted & found) for found in piece_terms]
-    if not any(held):
-        return None
+        take(max((at for at, piece in enumerate(pieces) if piece.strip()), default=0))
     best = sorted(range(len(pieces)), key=lambda a: (-held[a], a))
     for at in best:
         if not held[at]:
@@ -1351,8 +1376,8 @@ class Recalled:
         turn, ts, text, pair, role = row
         count = -1  # counted when asked for
         if most is not None:
-            count = tokens.count_cached(as_shown("turn", ts, text))
             cap = min(most, TURN_TOKENS)
+            count = tokens.count_within(as_shown("turn", ts, text), cap)
             if count > cap:  # what of it answers the query
                 part = focused(text, self._terms, cap, turn, role == "tool")
                 if part is None:

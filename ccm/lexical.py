@@ -27,7 +27,7 @@ import re
 import sqlite3
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import repeat
 from typing import NamedTuple
@@ -161,6 +161,52 @@ def is_compound(term: str) -> bool:
 def _folded(word: str) -> str:
     """The diacritics of Latin letters removed, as in `stem`."""
     return word if word.isascii() else "".join(_fold(c) for c in word)
+
+
+class _FoldTable(dict[int, str]):
+    """code point -> the letter `_fold` makes of it, filled on first sight (for
+    `str.translate`)."""
+
+    def __missing__(self, point: int) -> str:
+        if len(self) > 1 << 16:
+            self.clear()
+        self[point] = folded = _fold(chr(point))
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
+def folded_lower(text: str) -> str:
+    """`text` lower-cased with the diacritics of Latin letters removed, as `term_counts`
+    reads its words: each word of it starts with the `needle` of its term."""
+    lower = text.lower()
+    return lower if lower.isascii() else lower.translate(_FOLD_TABLE)
+
+
+def terms_at(lowered: str, wanted: frozenset[str]) -> Iterator[tuple[int, str]]:
+    """Where in the `folded_lower` text `lowered` each of the terms `wanted` is, as
+    `term_counts` reads it: (offset, term). Only the words that start with a term's
+    `needle` are read (of a long tool output, a few), found by a plain search."""
+    for found in sorted({needle(term) for term in wanted}):
+        pattern = _COMPOUND if is_compound(found) else _WORD
+        at = lowered.find(found)
+        while at >= 0:
+            if at == 0 or not lowered[at - 1].isalnum():  # a word starts there
+                match = pattern.match(lowered, at)
+                if match is not None:
+                    term = match.group() if pattern is _COMPOUND else _STEMS[match.group()]
+                    if term in wanted:
+                        yield at, term
+            at = lowered.find(found, at + 1)
+
+
+def needle(term: str) -> str:
+    """What every lower-cased ASCII word whose stem (or compound) is `term` holds: a
+    compound itself, else the stem without its last letter (Porter only rewrites a
+    word's end: "happy" is "happi", "hoping" is "hope"). A `folded_lower` text with no
+    word that starts with it does not hold the term."""
+    return term if len(term) <= 2 or is_compound(term) else term[:-1]
 
 
 def stems(words: Iterable[str]) -> list[str]:

@@ -380,3 +380,50 @@ def test_words_longer_than_fts5_stems_are_kept_whole() -> None:
     assert stem(whole) == whole
     blob = "ab" * 500_000 + "ing"
     assert stem(blob) == blob
+
+
+SUFFIXES = ["", "s", "es", "ies", "ed", "ing", "ly", "y", "ation", "ational", "ization"]
+SUFFIXES += ["iveness", "fulness", "ousness", "bility", "ability", "ically", "ement", "ness"]
+WORD_PARTS = ["happ", "hop", "sensib", "relat", "digitiz", "troubl", "generaliz", "cafe", "parse"]
+PIECE_WORDS = st.one_of(
+    st.builds(lambda stem, end: stem + end, st.sampled_from(WORD_PARTS), st.sampled_from(SUFFIXES)),
+    st.sampled_from(["Café", "CAFÉS", "naïve_plan", "fct_order.rev", "20,000", "İstanbul"]),
+    st.sampled_from(["│├──", "->", "=", "(x)", "42", "v1.74", "ß", "русский", "日本語"]),
+    st.text(st.characters(codec="utf-8"), max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECE_WORDS, min_size=1, max_size=20), st.data())
+def test_terms_at_finds_what_term_counts_reads(words: list[str], data: st.DataObject) -> None:
+    """`focused` finds a line's terms only among the words that start with a query
+    term's needle: it must count exactly the terms `term_counts` reads in the line."""
+    line = " ".join(words)
+    terms = set(lexical.term_counts(line))
+    others = lexical.stems(["parser", "deploy", "cafe_x", "zz"])
+    wanted = frozenset(data.draw(st.sets(st.sampled_from(sorted(terms | set(others))))))
+    lowered = lexical.folded_lower(line)
+    found = list(lexical.terms_at(lowered, wanted))
+    assert {term for _, term in found} == terms & wanted
+    assert all(lowered[at:].startswith(lexical.needle(term)) for at, term in found)
+
+
+def test_a_needle_starts_every_word_of_its_stem() -> None:
+    """Porter rewrites only a word's end: the stem less its last letter starts the word."""
+    words = {part + end for part in WORD_PARTS for end in SUFFIXES}
+    words |= {w.lower() for w in (Path(__file__).parent / "test_lexical.py").read_text().split()}
+    words = {w for w in words if w.isascii() and w.isalpha()}
+    assert len(words) > 300
+    assert [w for w in words if not w.startswith(lexical.needle(lexical.stem(w)))] == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([*WORDS, "\n", ".", "  "]), max_size=900), st.integers(1, 300))
+def test_count_within_is_exact_up_to_its_limit(words: list[str], limit: int) -> None:
+    text = " ".join(words)
+    whole = tokens.count_tokens(text)
+    counted = tokens.count_within(text, limit)
+    if whole <= limit:
+        assert counted == whole
+    else:
+        assert counted > limit
