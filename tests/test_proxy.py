@@ -45,10 +45,26 @@ def serve(store: Store, fake: FakeAnthropic) -> Serve:
     return serving
 
 
+_opened: list[anthropic.Anthropic] = []
+
+
+@pytest.fixture(autouse=True)
+def _clients_closed() -> Iterator[None]:
+    """Each test's SDK clients closed when it ends. A client that an exception's
+    traceback holds (`pytest.raises`) is freed only by the garbage collector, in some
+    later test, which may finalize its pooled socket before the client that would close
+    it: an "unclosed socket" ResourceWarning there, which the suite turns into an error."""
+    yield
+    while _opened:
+        _opened.pop().close()
+
+
 def client(url: str, **options: Any) -> Any:
     """The SDK's client on the proxy (typed loosely: the tests pass plain dicts, as
-    programs that build their requests as JSON do)."""
-    return anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0, **options)
+    programs that build their requests as JSON do), closed when the test ends."""
+    sdk = anthropic.Anthropic(api_key=KEY, base_url=url, max_retries=0, **options)
+    _opened.append(sdk)
+    return sdk
 
 
 def events(store: Store, session: str, kind: str | None = None) -> list[dict[str, Any]]:
