@@ -168,7 +168,7 @@ class Bench:
         self.budget = int(store.config.get("context", "budget_tokens"))
         self.manage: contextlib.ExitStack | None = None
         self.serve_manage()
-        self.unmanaged = 0  # manage requests that went upstream unchanged (ccm refused)
+        self.unmanaged: dict[str, int] = {}  # by history: manage requests sent unchanged
 
     def serve_manage(self) -> None:
         if self.manage is not None:
@@ -204,11 +204,14 @@ class Bench:
     def warm(self, client: Client) -> float:
         """`WARMUP` untimed requests; the first one's time (a whole request, which builds
         the session's engine and index). In manage mode, the budget is doubled until
-        ccm's context goes upstream; the refused request's prompt and answer leave the
-        history, which stays as long as the other modes'."""
-        first = client.request(stream=False)
-        if client.mode == "manage":
-            while not self.managed() and self.budget < MAX_BUDGET:
+        ccm's context goes upstream for each of them; a refused request's prompt and
+        answer leave the history, which stays as long as the other modes'."""
+        first = 0.0
+        for number in range(WARMUP):
+            stream = number % 2 == 0 and number > 0
+            took = client.request(stream=stream)
+            first = first or took  # the very first, which builds the engine and index
+            while client.mode == "manage" and not self.managed() and self.budget < MAX_BUDGET:
                 self.budget *= 2
                 _progress(f"ccm refuses this budget; manage proxy restarted with {self.budget}")
                 self.serve_manage()
@@ -216,10 +219,7 @@ class Bench:
                 self.forget()
                 del client.messages[-2:]
                 client.prompts -= 1
-                client.request(stream=False)
-        self.forget()
-        for number in range(1, WARMUP):
-            client.request(stream=number % 2 == 0)
+                client.request(stream=stream)
             self.forget()
         return first
 
@@ -259,7 +259,7 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
                 for client in clients:
                     client.times[call].append(client.request(stream=call == "stream"))
                     if client.mode == "manage" and not bench.managed():
-                        bench.unmanaged += 1
+                        bench.unmanaged[history] = bench.unmanaged.get(history, 0) + 1
                     bench.forget()
             direct = clients[0]
             entry: dict[str, Any] = {"first_ms": first, "modes": {}, "added": {}}
@@ -389,8 +389,10 @@ def main(argv: list[str] | None = None) -> None:
             if r[h]["modes"][m]["wrong_answers"]
         }
         line = f"  {r['turns']} turns: manage budget {r['manage_budget']} tokens"
-        if r["unmanaged"]:
-            line += f"; {r['unmanaged']} manage requests went upstream unchanged (ccm refused)"
+        for history, count in r["unmanaged"].items():
+            line += (
+                f"; {count} {history}-history manage requests went upstream unchanged (ccm refused)"
+            )
         if wrong:
             line += f"; wrong answers: {wrong}"
         print(line)
