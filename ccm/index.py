@@ -241,9 +241,9 @@ def excerpt(content: str, chars: int, turn: int) -> str:
 
 
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
-CHARS_A_TOKEN = (
-    16  # more than any but a freak line has: one longer than this many tokens is not counted
-)
+# characters a token: no line but a freak has more, so a line that is too long to fit
+# by this reckoning is not counted (`focused`)
+CHARS_A_TOKEN = 16
 
 
 class _Pieces:

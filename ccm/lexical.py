@@ -92,8 +92,7 @@ def stem(word: str) -> str:
     marks), then Porter-stemmed when ASCII and 3 to `STEM_MAX` characters long (as
     FTS5's porter tokenizer does; the stemmer's time grows with the square of a word's
     length, and a pasted blob is one long word)."""
-    if not word.isascii():
-        word = "".join(_fold(c) for c in word)
+    word = _folded(word)
     if word.isascii() and 2 < len(word) <= STEM_MAX:
         return str(_porter.stemWord(word))
     return word
@@ -160,12 +159,12 @@ def is_compound(term: str) -> bool:
 
 def _folded(word: str) -> str:
     """The diacritics of Latin letters removed, as in `stem`."""
-    return word if word.isascii() else "".join(_fold(c) for c in word)
+    return word if word.isascii() else word.translate(_FOLDS)
 
 
-class _FoldTable(dict[int, str]):
-    """code point -> the letter `_fold` makes of it, filled on first sight (for
-    `str.translate`)."""
+class _Folds(dict[int, str]):
+    """code point -> what `_fold` makes of it, filled on first sight (for
+    `str.translate`: a tool's output is folded a line at a time)."""
 
     def __missing__(self, point: int) -> str:
         if len(self) > 1 << 16:
@@ -174,38 +173,49 @@ class _FoldTable(dict[int, str]):
         return folded
 
 
-_FOLD_TABLE = _FoldTable()
+_FOLDS = _Folds()
 
 
 def folded_lower(text: str) -> str:
     """`text` lower-cased with the diacritics of Latin letters removed, as `term_counts`
     reads its words: each word of it starts with the `needle` of its term."""
-    lower = text.lower()
-    return lower if lower.isascii() else lower.translate(_FOLD_TABLE)
+    return _folded(text.lower())
 
 
 def terms_at(lowered: str, wanted: frozenset[str]) -> Iterator[tuple[int, str]]:
     """Where in the `folded_lower` text `lowered` each of the terms `wanted` is, as
     `term_counts` reads it: (offset, term). Only the words that start with a term's
-    `needle` are read (of a long tool output, a few), found by a plain search."""
+    `needle` (a compound: the compound) are read, found by a plain search: of a long
+    tool output, a few."""
     for found in sorted({needle(term) for term in wanted}):
-        pattern = _COMPOUND if is_compound(found) else _WORD
+        compound = is_compound(found)
         at = lowered.find(found)
         while at >= 0:
             if at == 0 or not lowered[at - 1].isalnum():  # a word starts there
-                match = pattern.match(lowered, at)
-                if match is not None:
-                    term = match.group() if pattern is _COMPOUND else _STEMS[match.group()]
-                    if term in wanted:
-                        yield at, term
+                if not compound:
+                    match = _WORD.match(lowered, at)
+                    if match is not None and _STEMS[match.group()] in wanted:
+                        yield at, _STEMS[match.group()]
+                elif not _joined_before(lowered, at):
+                    match = _COMPOUND.match(lowered, at)
+                    if match is not None and match.group() in wanted:
+                        yield at, match.group()
             at = lowered.find(found, at + 1)
 
 
+def _joined_before(text: str, at: int) -> bool:
+    """Whether the word at `at` is joined to the one before it (as in `_COMPOUND`): a
+    compound found there is part of a longer one, which `term_counts` reads instead."""
+    if at < 2 or not text[at - 2].isalnum():
+        return False
+    join = text[at - 1]
+    return join in "_.-" or (join == "," and text[at - 2].isdigit() and text[at].isdigit())
+
+
 def needle(term: str) -> str:
-    """What every lower-cased ASCII word whose stem (or compound) is `term` holds: a
-    compound itself, else the stem without its last letter (Porter only rewrites a
-    word's end: "happy" is "happi", "hoping" is "hope"). A `folded_lower` text with no
-    word that starts with it does not hold the term."""
+    """What every `folded_lower` word whose stem is `term` starts with: the stem less
+    its last letter (Porter only rewrites a word's end: "happy" is "happi", "hoping" is
+    "hope"); a word of one or two letters, kept as it is, and a compound, whole."""
     return term if len(term) <= 2 or is_compound(term) else term[:-1]
 
 

@@ -115,6 +115,9 @@ def _count_cached(method: str, text: str) -> int:
     return count_tokens(text)
 
 
+HEAD_CHARS = 6  # characters a token, at most, in what `count_within` counts first
+
+
 def count_within(text: str, limit: int) -> int:
     """`count_cached(text)` when that is at most `limit`, else some count above `limit`
     (that of a first part of it: deciding that a tool's output of 30 KB is too long to
@@ -128,9 +131,6 @@ def count_within(text: str, limit: int) -> int:
             if counted > limit + 1:
                 return counted
     return count_cached(text)
-
-
-HEAD_CHARS = 6  # characters a token, at most, in what `count_within` counts first
 
 
 def count_cached(text: str) -> int:

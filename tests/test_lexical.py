@@ -388,6 +388,7 @@ WORD_PARTS = ["happ", "hop", "sensib", "relat", "digitiz", "troubl", "generaliz"
 PIECE_WORDS = st.one_of(
     st.builds(lambda stem, end: stem + end, st.sampled_from(WORD_PARTS), st.sampled_from(SUFFIXES)),
     st.sampled_from(["Café", "CAFÉS", "naïve_plan", "fct_order.rev", "20,000", "İstanbul"]),
+    st.sampled_from(["x__order.rev", "1,20,000", "a-b.c", "order.rev.x", "-order.rev", "12,0"]),
     st.sampled_from(["│├──", "->", "=", "(x)", "42", "v1.74", "ß", "русский", "日本語"]),
     st.text(st.characters(codec="utf-8"), max_size=8),
 )
@@ -400,7 +401,7 @@ def test_terms_at_finds_what_term_counts_reads(words: list[str], data: st.DataOb
     term's needle: it must count exactly the terms `term_counts` reads in the line."""
     line = " ".join(words)
     terms = set(lexical.term_counts(line))
-    others = lexical.stems(["parser", "deploy", "cafe_x", "zz"])
+    others = lexical.stems(["parser", "deploy", "cafe_x", "order.rev", "20,000", "b.c", "zz"])
     wanted = frozenset(data.draw(st.sets(st.sampled_from(sorted(terms | set(others))))))
     lowered = lexical.folded_lower(line)
     found = list(lexical.terms_at(lowered, wanted))
