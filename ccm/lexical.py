@@ -16,6 +16,9 @@ tokenizer does (on real transcripts, 1 stem in 3,200 differs: FTS5 makes "psycho
 "psycholog"). Queries and turns go through the same function. An identifier, a version or a
 figure ("is_none_or", "run-0312b", "6,699.70") is a term too, whole, besides its words: a
 question that names one finds the turns that say it before those that say its parts.
+Two more departures from FTS5: the irregular past of a common verb is the verb ("ran" is
+"run"), and the words of a camel-case name are terms besides the name ("crash loop"
+finds "CrashLoopBackOff").
 Turns are immutable (``raw.jsonl`` is append-only), so a posting list is never edited:
 a session whose log was replaced is dropped and indexed again.
 """
@@ -83,6 +86,31 @@ _porter = snowballstemmer.stemmer("porter")
 
 
 STEM_MAX = 64  # longer words are kept whole (FTS5_PORTER_MAX_TOKEN)
+# The irregular past forms of common verbs, which Porter leaves as they are, as the
+# verb: "who ran the refresh?" finds "I'll run it", "what did we choose" finds "we
+# chose". Left out: forms that are as often another word ("left", "saw", "meant" a
+# mean, "rose", "bit", "lay", "wound", "bound", "felt", "ground").
+_IRREGULAR_FORMS = """
+arise arose arisen|awake awoke awoken|bear bore borne|beat beaten|become became|begin began
+begun|bend bent|bleed bled|blow blew blown|break broke broken|breed bred|bring brought|build
+built|burn burnt|buy bought|catch caught|choose chose chosen|cling clung|come came|creep
+crept|deal dealt|dig dug|draw drew drawn|drink drank drunk|drive drove driven|eat ate eaten|
+fall fell fallen|feed fed|fight fought|find found|flee fled|fly flew flown|forbid forbade
+forbidden|forget forgot forgotten|forgive forgave forgiven|freeze froze frozen|get got gotten|
+give gave given|go went gone|grow grew grown|hang hung|hear heard|hide hid hidden|hold held|
+keep kept|know knew known|lend lent|lose lost|make made|meet met|mistake mistook
+mistaken|overcome overcame|override overrode overridden|pay paid|rebuild rebuilt|rerun reran|
+rewrite rewrote rewritten|ride rode ridden|ring rang rung|run ran|say said|see seen|seek
+sought|sell sold|send sent|shake shook shaken|shine shone|shoot shot|shrink shrank shrunk|
+sing sang sung|sink sank sunk|sleep slept|slide slid|speak spoke spoken|spend spent|
+spin spun|stand stood|steal stole stolen|stick stuck|sting stung|strike struck|swear swore
+sworn|sweep swept|swim swam swum|swing swung|take took taken|teach taught|tear tore torn|tell
+told|think thought|throw threw thrown|undergo underwent undergone|understand understood|undo
+undid undone|upset|wake woke woken|wear wore worn|weep wept|win won|withdraw withdrew
+withdrawn|write wrote written"""
+IRREGULAR: dict[str, str] = {
+    form: forms.split()[0] for forms in _IRREGULAR_FORMS.split("|") for form in forms.split()[1:]
+}
 
 
 @lru_cache(maxsize=1 << 17)
@@ -93,6 +121,7 @@ def stem(word: str) -> str:
     FTS5's porter tokenizer does; the stemmer's time grows with the square of a word's
     length, and a pasted blob is one long word)."""
     word = _folded(word)
+    word = IRREGULAR.get(word, word)
     if word.isascii() and 2 < len(word) <= STEM_MAX:
         return str(_porter.stemWord(word))
     return word
@@ -125,12 +154,32 @@ class _Numbering(dict[str, int]):
 
 
 def term_counts(text: str) -> dict[str, int]:
-    """The stemmed terms of `text` with their frequencies, and its compounds whole."""
+    """The stemmed terms of `text` with their frequencies, its compounds whole, and
+    the words of its camel-case names besides the names."""
     lower = text.lower()
     counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
     if not _JOINS.isdisjoint(lower):
         counts.update(map(_folded, _COMPOUND.findall(lower)))
+    if len(lower) == len(text) and _CAMEL_AT.search(text):  # (as `terms_at` finds them)
+        counts.update(term for _, term in camel_parts(text))
     return counts
+
+
+# a name written in camel case ("CrashLoopBackOff", "OperationalError"): its words are
+# terms too, besides the name, so that "crash loop" finds it
+# ("HTTPServer" too, not "URLs"); only names in ASCII letters and digits
+_CAMEL_AT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+_CAMEL = re.compile(
+    r"(?<![^\W_])[A-Za-z0-9]*?(?:[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z]{2}))[A-Za-z0-9]*(?![^\W_])"
+)
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def camel_parts(text: str) -> Iterator[tuple[int, str]]:
+    """Where each word of each camel-case name of `text` starts, with its term."""
+    for name in _CAMEL.finditer(text):
+        for part in _CAMEL_PART.finditer(name.group()):
+            yield name.start() + part.start(), _STEMS[part.group().lower()]
 
 
 _THOUSANDS = re.compile(r"(?<![\w.,])(\d{1,6}(?:\.\d{1,3})?)k(?![^\W_])", re.IGNORECASE)
@@ -174,6 +223,9 @@ class _Folds(dict[int, str]):
 
 
 _FOLDS = _Folds()
+_FORMS_OF: dict[str, list[str]] = {}  # stem -> its irregular forms (see `IRREGULAR`)
+for _form, _verb in IRREGULAR.items():
+    _FORMS_OF.setdefault(stem(_verb), []).append(_form)
 
 
 def folded_lower(text: str) -> str:
@@ -182,12 +234,17 @@ def folded_lower(text: str) -> str:
     return _folded(text.lower())
 
 
-def terms_at(lowered: str, wanted: frozenset[str]) -> Iterator[tuple[int, str]]:
+def terms_at(
+    lowered: str, wanted: frozenset[str], text: str | None = None
+) -> Iterator[tuple[int, str]]:
     """Where in the `folded_lower` text `lowered` each of the terms `wanted` is, as
     `term_counts` reads it: (offset, term). Only the words that start with a term's
     `needle` (a compound: the compound) are read, found by a plain search: of a long
-    tool output, a few."""
-    for found in sorted({needle(term) for term in wanted}):
+    tool output, a few. The words of its camel-case names are found in `text`, what
+    was lowered (when lowering kept every offset)."""
+    if text is not None and len(text) == len(lowered) and _CAMEL_AT.search(text):
+        yield from ((at, term) for at, term in camel_parts(text) if term in wanted)
+    for found in sorted({found for term in wanted for found in needles(term)}):
         compound = is_compound(found)
         at = lowered.find(found)
         while at >= 0:
@@ -217,6 +274,12 @@ def needle(term: str) -> str:
     its last letter (Porter only rewrites a word's end: "happy" is "happi", "hoping" is
     "hope"); a word of one or two letters, kept as it is, and a compound, whole."""
     return term if len(term) <= 2 or is_compound(term) else term[:-1]
+
+
+def needles(term: str) -> list[str]:
+    """The `needle` of `term`, and the irregular forms whose stem it is ("ran" is
+    "run", which does not start it)."""
+    return [needle(term), *_FORMS_OF.get(term, ())]
 
 
 def stems(words: Iterable[str]) -> list[str]:

@@ -179,6 +179,31 @@ def test_stems_follow_porter_and_fold_latin_accents() -> None:
     assert lexical.stem("русский") == "русский"  # Cyrillic keeps its marks, as in FTS5
 
 
+def test_an_irregular_past_is_its_verb() -> None:
+    """Porter leaves "ran" and "broken" as they are: a question in one tense finds a
+    turn in another."""
+    assert lexical.stems(["ran", "running", "runs"]) == ["run"]
+    assert lexical.stems(["broke", "broken", "breaking"]) == ["break"]
+    assert lexical.stems(["chose", "chosen", "choosing"]) == ["choos"]
+    # words that are as often something else are left alone
+    assert lexical.stems(["left", "saw", "led", "sat"]) == ["left", "saw", "led", "sat"]
+    assert sorted(lexical.needles("run")) == ["ran", "ru"]
+
+
+def test_camel_case_names_count_by_their_words_too() -> None:
+    counts = lexical.term_counts("pod in CrashLoopBackOff; HTTPServer raised OperationalError")
+    assert {"crashloopbackoff", "crash", "loop", "back", "off"} <= set(counts)
+    assert {"httpserver", "http", "server", "operationalerror", "oper", "error"} <= set(counts)
+    # an acronym's plural, a capitalised word and a name in other letters are one word
+    for text in ("URLs and IDs", "Staging", "ÉcoleNormale", "ALL CAPS"):
+        assert not list(lexical.camel_parts(text))
+    lowered = lexical.folded_lower("x\nthe CrashLoopBackOff again")
+    found = list(
+        lexical.terms_at(lowered, frozenset({"crash", "loop"}), "x\nthe CrashLoopBackOff again")
+    )
+    assert sorted(found) == [(6, "crash"), (11, "loop")]
+
+
 def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     """FTS5's porter tokenizer and ccm's stems differ on only a handful of words."""
     fixtures = Path(__file__).parent / "fixtures"
@@ -187,7 +212,10 @@ def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
     db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, row)")
     db.executemany("INSERT INTO t(x) VALUES (?)", [(text,) for text in texts])
+    # ccm's own: an irregular form is its verb, a camel-case name's words are terms too
     fts5 = {row[0] for row in db.execute("SELECT term FROM v")}
+    fts5 = {lexical.stem(term) if term in lexical.IRREGULAR else term for term in fts5}
+    fts5 |= {term for text in texts for _, term in lexical.camel_parts(text)}
     ours = {
         term
         for text in texts
@@ -390,6 +418,8 @@ PIECE_WORDS = st.one_of(
     st.sampled_from(["Café", "CAFÉS", "naïve_plan", "fct_order.rev", "20,000", "İstanbul"]),
     st.sampled_from(["x__order.rev", "1,20,000", "a-b.c", "order.rev.x", "-order.rev", "12,0"]),
     st.sampled_from(["│├──", "->", "=", "(x)", "42", "v1.74", "ß", "русский", "日本語"]),
+    st.sampled_from(["CrashLoopBackOff", "HTTPServer", "getHTTP2Response", "iPhone", "URLs"]),
+    st.sampled_from(["ran", "Broken", "went", "gone", "thought", "x_fooBar", "naïveCase"]),
     st.text(st.characters(codec="utf-8"), max_size=8),
 )
 
@@ -404,9 +434,9 @@ def test_terms_at_finds_what_term_counts_reads(words: list[str], data: st.DataOb
     others = lexical.stems(["parser", "deploy", "cafe_x", "order.rev", "20,000", "b.c", "zz"])
     wanted = frozenset(data.draw(st.sets(st.sampled_from(sorted(terms | set(others))))))
     lowered = lexical.folded_lower(line)
-    found = list(lexical.terms_at(lowered, wanted))
+    found = list(lexical.terms_at(lowered, wanted, line))
     assert {term for _, term in found} == terms & wanted
-    assert all(lowered[at:].startswith(lexical.needle(term)) for at, term in found)
+    assert all(any(lowered[at:].startswith(n) for n in lexical.needles(term)) for at, term in found)
 
 
 def test_a_needle_starts_every_word_of_its_stem() -> None:
@@ -415,7 +445,8 @@ def test_a_needle_starts_every_word_of_its_stem() -> None:
     words |= {w.lower() for w in (Path(__file__).parent / "test_lexical.py").read_text().split()}
     words = {w for w in words if w.isascii() and w.isalpha()}
     assert len(words) > 300
-    assert [w for w in words if not w.startswith(lexical.needle(lexical.stem(w)))] == []
+    words |= set(lexical.IRREGULAR)
+    assert [w for w in words if not w.startswith(tuple(lexical.needles(lexical.stem(w))))] == []
 
 
 @settings(max_examples=60, deadline=None)
