@@ -131,6 +131,9 @@ NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, it
 # scenarios, shorter excerpts lost more answers than the room they made found
 TURN_TOKENS = 400
 AROUND = 2  # ...and so many lines either side of each line that holds a query's word
+# the best hit, though, a tool's output that holds the answer more often than not, may
+# take up to this share of the room left, to be shown whole
+BEST_SHARE = 0.5
 TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
 LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
 EXCHANGE_WEIGHT = 0.2  # in an agent's exchange: share of a turn's score from its exchange's
@@ -1324,6 +1327,7 @@ class Recalled:
         read: dict[int, tuple[Any, ...] | None] = {}
         rows_of: dict[int, tuple[Any, ...]] = {}  # the turns of the exchanges taken apart
         left, size = self._limit, first_read
+        given = 0
         while left > 0 and order:
             most = None if fit is None else fit()
             if most is not None and most < LEAST_ROOM:  # nothing more worth showing fits
@@ -1331,8 +1335,9 @@ class Recalled:
             entry = heapq.heappop(order)
             negative, first, turn = entry[:3]
             if len(entry) == 4:
-                found = self._single(-negative, rows_of.get(turn), most)
+                found = self._single(-negative, rows_of.get(turn), most, given == 0)
                 if found is not None:
+                    given += 1
                     left -= 1  # a hit, as an exchange is
                     yield found
                 continue
@@ -1363,21 +1368,24 @@ class Recalled:
                 continue
             if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
                 continue
+            given += 1
             yield self._pair(-negative, turn, row), row[6]
 
     def _single(
-        self, value: float, row: tuple[Any, ...] | None, most: int | None
+        self, value: float, row: tuple[Any, ...] | None, most: int | None, best: bool = False
     ) -> tuple[Hit, int] | None:
         """One turn of an exchange in which tools ran (its unit's `row`, see
-        `Index._turns`) as a hit, whole, if it can be shown in `most` tokens. Its tokens
-        are counted when a context may show it (with `most`), else when first asked for
-        (a listing of every hit reads tool outputs of kilobytes)."""
+        `Index._turns`) as a hit, whole, if it can be shown in `most` tokens (in
+        `TURN_TOKENS` at most; the `best` hit, in `BEST_SHARE` of `most`), else what
+        of it answers the query. Its tokens are counted when a context may show it (with
+        `most`), else when first asked for (a listing of every hit reads tool outputs of
+        kilobytes)."""
         if row is None:
             return None
         turn, ts, text, pair, role = row
         count = -1  # counted when asked for
         if most is not None:
-            cap = min(most, TURN_TOKENS)
+            cap = min(most, max(TURN_TOKENS, int(most * BEST_SHARE)) if best else TURN_TOKENS)
             count = tokens.count_within(as_shown("turn", ts, text), cap)
             if count > cap:  # what of it answers the query
                 part = focused(text, self._terms, cap, turn, role == "tool")

@@ -898,6 +898,43 @@ def test_a_recalled_tool_result_shows_where_it_answers_not_only_its_first_lines(
     assert "describe configmap" not in recalled
 
 
+def test_the_best_recalled_tool_result_is_shown_whole_when_it_fits_half_the_room(
+    tmp_path: Path,
+) -> None:
+    """Past `TURN_TOKENS` a recalled turn shows the lines that hold the query's words;
+    the best hit may take half the room, to be shown whole: the line that answers
+    often has none of them ("Subtotal", under a table of items)."""
+    from ccm.index import TURN_TOKENS
+
+    rows = "\n".join(
+        f"{k:>3} tile batch {k} of grey hexagons       {100 + k}.00" for k in range(60)
+    )
+    total = "Subtotal                           5,930.00"
+    table = f"$ cat quote-marek.txt\n{rows}\n{total}\nValid for 30 days. VAT not included."
+    root = _agent(
+        tmp_path,
+        [
+            ("user", "Can you check the file he sent?"),
+            ("tool", table),
+            ("assistant", "The items add up to more than the subtotal says."),
+            ("user", "Now the paint colours."),
+            ("assistant", "Warm white for the walls."),
+        ],
+        "kitchen",
+    )
+    assert tokens.count_tokens(table) > TURN_TOKENS
+
+    def recalled(budget: int) -> str:
+        asked = ["--budget", str(budget), "--query", "What was in Marek's quote?"]
+        text = ccm(root, "context", "kitchen", *asked).stdout
+        return text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
+
+    assert total in recalled(4 * tokens.count_tokens(table))
+    focused = recalled(TURN_TOKENS + 300)  # half the room is less than the table
+    assert "$ cat quote-marek.txt" in focused and total not in focused
+    assert "@expand(turn 2)" in focused
+
+
 def test_a_context_recalls_an_agent_exchange_turn_by_turn(tmp_path: Path) -> None:
     root = _deploy(tmp_path)
     asked = ["--budget", "1000", "--query", "database connections?", "--format", "json"]
