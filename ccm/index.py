@@ -255,7 +255,7 @@ class _Pieces:
     with where each starts: the same turns are recalled request after request, with
     queries that differ."""
 
-    __slots__ = ("joined", "lowered", "pieces", "starts")
+    __slots__ = ("camel", "lowered", "pieces", "starts")
 
     def __init__(self, text: str) -> None:
         pieces: list[str] = []
@@ -264,13 +264,13 @@ class _Pieces:
         self.pieces = pieces
         lowered = [lexical.folded_lower(piece) for piece in pieces]
         self.lowered = "\n".join(lowered)
-        self.joined = "\n".join(pieces)
+        self.camel = lexical.camel_terms("\n".join(pieces), self.lowered)
         self.starts = list(itertools.accumulate((len(p) + 1 for p in lowered[:-1]), initial=0))
 
     def held(self, wanted: frozenset[str]) -> list[int]:
         """How many of the `wanted` terms each piece holds."""
         found: dict[int, set[str]] = defaultdict(set)
-        for offset, term in lexical.terms_at(self.lowered, wanted, self.joined):
+        for offset, term in lexical.terms_at(self.lowered, wanted, self.camel):
             found[bisect.bisect_right(self.starts, offset) - 1].add(term)
         held = [0] * len(self.pieces)
         for at, terms in found.items():

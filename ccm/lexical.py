@@ -160,8 +160,7 @@ def term_counts(text: str) -> dict[str, int]:
     counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
     if not _JOINS.isdisjoint(lower):
         counts.update(map(_folded, _COMPOUND.findall(lower)))
-    if len(lower) == len(text) and _CAMEL_AT.search(text):  # (as `terms_at` finds them)
-        counts.update(term for _, term in camel_parts(text))
+    counts.update(term for _, term in camel_terms(text, lower))
     return counts
 
 
@@ -234,16 +233,23 @@ def folded_lower(text: str) -> str:
     return _folded(text.lower())
 
 
+def camel_terms(text: str, lowered: str) -> list[tuple[int, str]]:
+    """`camel_parts` of `text` as `term_counts` reads them (none when lowering `text`
+    into `lowered` moved an offset)."""
+    if len(text) != len(lowered) or not _CAMEL_AT.search(text):
+        return []
+    return list(camel_parts(text))
+
+
 def terms_at(
-    lowered: str, wanted: frozenset[str], text: str | None = None
+    lowered: str, wanted: frozenset[str], camel: Sequence[tuple[int, str]] = ()
 ) -> Iterator[tuple[int, str]]:
     """Where in the `folded_lower` text `lowered` each of the terms `wanted` is, as
     `term_counts` reads it: (offset, term). Only the words that start with a term's
     `needle` (a compound: the compound) are read, found by a plain search: of a long
-    tool output, a few. The words of its camel-case names are found in `text`, what
-    was lowered (when lowering kept every offset)."""
-    if text is not None and len(text) == len(lowered) and _CAMEL_AT.search(text):
-        yield from ((at, term) for at, term in camel_parts(text) if term in wanted)
+    tool output, a few. The words of its camel-case names are those of `camel` (its
+    `camel_terms`, found once for every query)."""
+    yield from ((at, term) for at, term in camel if term in wanted)
     for found in sorted({found for term in wanted for found in needles(term)}):
         compound = is_compound(found)
         at = lowered.find(found)

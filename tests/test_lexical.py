@@ -197,10 +197,10 @@ def test_camel_case_names_count_by_their_words_too() -> None:
     # an acronym's plural, a capitalised word and a name in other letters are one word
     for text in ("URLs and IDs", "Staging", "ÉcoleNormale", "ALL CAPS"):
         assert not list(lexical.camel_parts(text))
-    lowered = lexical.folded_lower("x\nthe CrashLoopBackOff again")
-    found = list(
-        lexical.terms_at(lowered, frozenset({"crash", "loop"}), "x\nthe CrashLoopBackOff again")
-    )
+    text = "x\nthe CrashLoopBackOff again"
+    lowered = lexical.folded_lower(text)
+    camel = lexical.camel_terms(text, lowered)
+    found = list(lexical.terms_at(lowered, frozenset({"crash", "loop"}), camel))
     assert sorted(found) == [(6, "crash"), (11, "loop")]
 
 
@@ -434,7 +434,7 @@ def test_terms_at_finds_what_term_counts_reads(words: list[str], data: st.DataOb
     others = lexical.stems(["parser", "deploy", "cafe_x", "order.rev", "20,000", "b.c", "zz"])
     wanted = frozenset(data.draw(st.sets(st.sampled_from(sorted(terms | set(others))))))
     lowered = lexical.folded_lower(line)
-    found = list(lexical.terms_at(lowered, wanted, line))
+    found = list(lexical.terms_at(lowered, wanted, lexical.camel_terms(line, lowered)))
     assert {term for _, term in found} == terms & wanted
     assert all(any(lowered[at:].startswith(n) for n in lexical.needles(term)) for at, term in found)
 
