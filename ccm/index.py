@@ -285,13 +285,18 @@ def _pieces(text: str) -> _Pieces:
 
 def focused(
     text: str, terms: Iterable[str], most: int, turn: int, tool: bool = False
-) -> str | None:
+) -> tuple[str, int] | None:
     """About `most` tokens of a long turn's `text`: its first line (who said it; a
     command), the lines (of a long line, the sentences) that hold most of the query's
     stemmed `terms` and the `AROUND` lines either side of them (a table's rows under its
     matched header), and, of a tool's output (`tool`), its last line (where a command's error or
     summary is), in their order, with a note saying where to get it whole; None when no
-    line holds a term (its first and last lines alone would say nothing asked)."""
+    line holds a term (its first and last lines alone would say nothing asked).
+
+    With its tokens: those of its lines, each with its line break (the lines were
+    counted when chosen). That is never below the count of the whole, as no tokenizer
+    joins pieces across a line break, and above it by a token at most for each line
+    whose end takes its line break into its last token (BPE makes one of "|\n")."""
     split = _pieces(text)
     pieces = split.pieces
     held = split.held(frozenset(terms))
@@ -328,14 +333,19 @@ def focused(
                 if 0 <= near < len(pieces):
                     take(near)
     lines: list[str] = []
+    count = tokens.count_cached(note)  # and a line break for each line before it
+    gap = tokens.count_cached("\u2026") + 1
     for at, piece in enumerate(pieces):
         if at in keep:
             lines.append(piece)
+            count += tokens.count_cached(piece) + 1
         elif not lines or lines[-1] != "\u2026":
             lines.append("\u2026")
+            count += gap
     if lines[-1] == "\u2026":
         lines.pop()
-    return "\n".join(lines) + "\n" + note
+        count -= gap
+    return "\n".join(lines) + "\n" + note, count
 
 
 def _indexed(turn: dict[str, Any], text: str) -> str:
@@ -1386,12 +1396,13 @@ class Recalled:
         count = -1  # counted when asked for
         if most is not None:
             cap = min(most, max(TURN_TOKENS, int(most * BEST_SHARE)) if best else TURN_TOKENS)
-            count = tokens.count_within(as_shown("turn", ts, text), cap)
+            text = as_shown("turn", ts, text)
+            count = tokens.count_within(text, cap)
             if count > cap:  # what of it answers the query
                 part = focused(text, self._terms, cap, turn, role == "tool")
                 if part is None:
                     return None
-                text, count = part, tokens.count_cached(as_shown("turn", ts, part))
+                text, count = part
             if count > most:
                 return None
         return self._pair(value, turn, (str(turn), turn, turn, ts, count, text), pair), count

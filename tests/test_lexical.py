@@ -369,9 +369,12 @@ def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
     rows = "\n".join(f"| region-{k} | {100 + k} ms |" for k in range(60))
     text = f"[2026-01-05 10:00] Bash result: $ bench --all\n| latency table |\n{rows}\nok"
     terms = lexical.stems(["latency"])
-    shown = index.focused(text, terms, 120, 7, tool=True)
-    assert shown is not None
+    found = index.focused(text, terms, 120, 7, tool=True)
+    assert found is not None
+    shown, count = found
     lines = shown.splitlines()
+    # counted by its lines: a line's break may join its last token ("|\n"), never more
+    assert tokens.count_tokens(shown) <= count <= tokens.count_tokens(shown) + len(lines)
     # the command, the matched header with the rows under it, how it ended, a way back
     assert lines[:4] == [
         "[2026-01-05 10:00] Bash result: $ bench --all",
@@ -392,8 +395,10 @@ def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
 )
 def test_a_focused_turn_keeps_within_its_tokens(words: list[str], most: int) -> None:
     text = " ".join(words)
-    shown = index.focused(text, lexical.stems(WORDS[:2]), most, 1)
-    if shown is not None:  # its lines, each with its line break
+    found = index.focused(text, lexical.stems(WORDS[:2]), most, 1)
+    if found is not None:  # its lines, each with its line break
+        shown, count = found
+        assert tokens.count_tokens(shown) <= count <= most
         assert sum(tokens.count_tokens(line) + 1 for line in shown.splitlines()) <= most
 
 
