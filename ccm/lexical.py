@@ -13,7 +13,8 @@ passes: its cost is the postings of its words in its session, with no per-row Py
 Words are split as FTS5's ``unicode61`` tokenizer splits them (letters and digits),
 lower-cased, and stemmed with the original Porter algorithm as FTS5's ``porter``
 tokenizer does (on real transcripts, 1 stem in 3,200 differs: FTS5 makes "psychology"
-"psycholog"). Queries and turns go through the same function. An identifier, a version or a
+"psycholog"). Queries and turns go through the same function (but for the words of a
+camel-case name, which only a turn's text is split into, see below). An identifier, a version or a
 figure ("is_none_or", "run-0312b", "6,699.70") is a term too, whole, besides its words: a
 question that names one finds the turns that say it before those that say its parts.
 Two more departures from FTS5: the irregular past of a common verb is the verb ("ran" is
@@ -106,7 +107,7 @@ sing sang sung|sink sank sunk|sleep slept|slide slid|speak spoke spoken|spend sp
 spin spun|stand stood|steal stole stolen|stick stuck|sting stung|strike struck|swear swore
 sworn|sweep swept|swim swam swum|swing swung|take took taken|teach taught|tear tore torn|tell
 told|think thought|throw threw thrown|undergo underwent undergone|understand understood|undo
-undid undone|upset|wake woke woken|wear wore worn|weep wept|win won|withdraw withdrew
+undid undone|wake woke woken|wear wore worn|weep wept|win won|withdraw withdrew
 withdrawn|write wrote written"""
 IRREGULAR: dict[str, str] = {
     form: forms.split()[0] for forms in _IRREGULAR_FORMS.split("|") for form in forms.split()[1:]
@@ -119,7 +120,8 @@ def stem(word: str) -> str:
     removed (as unicode61 does: "cafés" is "cafes", kana and Cyrillic keep their
     marks), then Porter-stemmed when ASCII and 3 to `STEM_MAX` characters long (as
     FTS5's porter tokenizer does; the stemmer's time grows with the square of a word's
-    length, and a pasted blob is one long word)."""
+    length, and a pasted blob is one long word). An irregular past is its verb's stem
+    (`IRREGULAR`)."""
     word = _folded(word)
     word = IRREGULAR.get(word, word)
     if word.isascii() and 2 < len(word) <= STEM_MAX:
@@ -160,24 +162,32 @@ def term_counts(text: str) -> dict[str, int]:
     counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
     if not _JOINS.isdisjoint(lower):
         counts.update(map(_folded, _COMPOUND.findall(lower)))
-    counts.update(term for _, term in camel_terms(text, lower))
+    if _CAMEL_AT.search(text):
+        counts.update(term for _, term in camel_parts(text))
     return counts
 
 
-# a name written in camel case ("CrashLoopBackOff", "OperationalError"): its words are
-# terms too, besides the name, so that "crash loop" finds it
-# ("HTTPServer" too, not "URLs"); only names in ASCII letters and digits
+# a name written in camel case ("CrashLoopBackOff", "OperationalError", "HTTPServer"; not
+# "URLs"): its words are terms too, besides the name, so that "crash loop" finds it. Only
+# names of ASCII letters and digits, `STEM_MAX` long at most (a base64 blob is no name);
+# the name is matched whole, possessively (a lazy match of a long mixed-case run backed
+# off at each change of case)
 _CAMEL_AT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _CAMEL = re.compile(
-    r"(?<![^\W_])[A-Za-z0-9]*?(?:[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z]{2}))[A-Za-z0-9]*(?![^\W_])"
+    r"(?<![^\W_])(?=[A-Za-z0-9]*?(?:[a-z][A-Z]|[A-Z][A-Z][a-z]{2}))"
+    rf"[A-Za-z0-9]{{2,{STEM_MAX}}}+(?![^\W_])"
 )
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 def camel_parts(text: str) -> Iterator[tuple[int, str]]:
-    """Where each word of each camel-case name of `text` starts, with its term."""
+    """Where each word of each camel-case name of `text` starts, with its term. A run
+    with a letter alone after its start ("aB3xZq", a token or a hash) is no name."""
     for name in _CAMEL.finditer(text):
-        for part in _CAMEL_PART.finditer(name.group()):
+        parts = list(_CAMEL_PART.finditer(name.group()))
+        if any(len(p.group()) == 1 and p.group().isalpha() for p in parts[1:]):
+            continue
+        for part in parts:
             yield name.start() + part.start(), _STEMS[part.group().lower()]
 
 
@@ -222,9 +232,6 @@ class _Folds(dict[int, str]):
 
 
 _FOLDS = _Folds()
-_FORMS_OF: dict[str, list[str]] = {}  # stem -> its irregular forms (see `IRREGULAR`)
-for _form, _verb in IRREGULAR.items():
-    _FORMS_OF.setdefault(stem(_verb), []).append(_form)
 
 
 def folded_lower(text: str) -> str:
@@ -234,11 +241,14 @@ def folded_lower(text: str) -> str:
 
 
 def camel_terms(text: str, lowered: str) -> list[tuple[int, str]]:
-    """`camel_parts` of `text` as `term_counts` reads them (none when lowering `text`
-    into `lowered` moved an offset)."""
-    if len(text) != len(lowered) or not _CAMEL_AT.search(text):
+    """`camel_parts` of `text`, each at its offset in `lowered` (its `folded_lower`:
+    lowering moves what follows an "İ", which becomes two characters)."""
+    if not _CAMEL_AT.search(text):
         return []
-    return list(camel_parts(text))
+    found = list(camel_parts(text))
+    if len(text) == len(lowered):
+        return found
+    return [(len(text[:at].lower()), term) for at, term in found]
 
 
 def terms_at(
@@ -280,6 +290,13 @@ def needle(term: str) -> str:
     its last letter (Porter only rewrites a word's end: "happy" is "happi", "hoping" is
     "hope"); a word of one or two letters, kept as it is, and a compound, whole."""
     return term if len(term) <= 2 or is_compound(term) else term[:-1]
+
+
+# stem -> its irregular forms that its `needle` does not start ("ran", not "given")
+_FORMS_OF: dict[str, list[str]] = {}
+for _form, _verb in IRREGULAR.items():
+    if not _form.startswith(needle(stem(_verb))):
+        _FORMS_OF.setdefault(stem(_verb), []).append(_form)
 
 
 def needles(term: str) -> list[str]:

@@ -195,8 +195,16 @@ def test_camel_case_names_count_by_their_words_too() -> None:
     assert {"crashloopbackoff", "crash", "loop", "back", "off"} <= set(counts)
     assert {"httpserver", "http", "server", "operationalerror", "oper", "error"} <= set(counts)
     # an acronym's plural, a capitalised word and a name in other letters are one word
-    for text in ("URLs and IDs", "Staging", "ÉcoleNormale", "ALL CAPS"):
+    for text in ("URLs and IDs", "Staging", "ÉcoleNormale", "ALL CAPS", "aB3xZqK9fLm", "aB" * 40):
         assert not list(lexical.camel_parts(text))
+    # an "İ" lowers to two characters: the words after it are found where they are
+    text = "İstanbul CrashLoopBackOff"
+    lowered = lexical.folded_lower(text)
+    assert {"crash", "loop"} <= set(lexical.term_counts(text))
+    assert [lowered[at : at + 5] for at, _ in lexical.camel_terms(text, lowered)][:2] == [
+        "crash",
+        "loopb",
+    ]
     text = "x\nthe CrashLoopBackOff again"
     lowered = lexical.folded_lower(text)
     camel = lexical.camel_terms(text, lowered)
