@@ -291,7 +291,7 @@ def focused(
     stemmed `terms` and the `AROUND` lines either side of them (a table's rows under its
     matched header), and, of a tool's output (`tool`), its last line (where a command's error or
     summary is), in their order, with a note saying where to get it whole; None when no
-    line holds a term (its first and last lines alone would say nothing asked).
+    line that holds a term fits (its first and last lines alone would say nothing asked).
 
     With its tokens: those of its lines, each with its line break (the lines were
     counted when chosen). That is never below the count of the whole, as no tokenizer
@@ -304,17 +304,17 @@ def focused(
         return None
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
     used = tokens.count_cached(note) + 1
-    keep: set[int] = set()
+    keep: dict[int, int] = {}  # the lines kept, with their tokens
 
     def take(at: int) -> bool:
         nonlocal used
         if at in keep or used + 3 + len(pieces[at]) // CHARS_A_TOKEN > most:
             return False  # (a line too long to fit is not counted)
-        cost = tokens.count_cached(pieces[at]) + 3  # its line, and a gap's line before it
-        if used + cost > most:
+        count = tokens.count_cached(pieces[at])
+        if used + count + 3 > most:  # its line, and a gap's line before it
             return False
-        keep.add(at)
-        used += cost
+        keep[at] = count
+        used += count + 3
         return True
 
     take(0)
@@ -325,10 +325,14 @@ def focused(
         if not held[at]:
             break
         take(at)
+    if not any(held[at] for at in keep):  # none fits: the rest would say nothing asked
+        return None
     for reach in range(1, AROUND + 1):  # then the lines around those (a table's rows)
         for at in best:
             if not held[at]:
                 break
+            if at not in keep:
+                continue
             for near in (at + reach, at - reach):
                 if 0 <= near < len(pieces):
                     take(near)
@@ -338,7 +342,7 @@ def focused(
     for at, piece in enumerate(pieces):
         if at in keep:
             lines.append(piece)
-            count += tokens.count_cached(piece) + 1
+            count += keep[at] + 1
         elif not lines or lines[-1] != "\u2026":
             lines.append("\u2026")
             count += gap
@@ -1337,7 +1341,7 @@ class Recalled:
         read: dict[int, tuple[Any, ...] | None] = {}
         rows_of: dict[int, tuple[Any, ...]] = {}  # the turns of the exchanges taken apart
         left, size = self._limit, first_read
-        given = 0
+        first = True  # the best hit may take more room (`BEST_SHARE`)
         while left > 0 and order:
             most = None if fit is None else fit()
             if most is not None and most < LEAST_ROOM:  # nothing more worth showing fits
@@ -1345,9 +1349,9 @@ class Recalled:
             entry = heapq.heappop(order)
             negative, first, turn = entry[:3]
             if len(entry) == 4:
-                found = self._single(-negative, rows_of.get(turn), most, given == 0)
+                found = self._single(-negative, rows_of.get(turn), most, first)
                 if found is not None:
-                    given += 1
+                    first = False
                     left -= 1  # a hit, as an exchange is
                     yield found
                 continue
@@ -1378,7 +1382,7 @@ class Recalled:
                 continue
             if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
                 continue
-            given += 1
+            first = False
             yield self._pair(-negative, turn, row), row[6]
 
     def _single(
@@ -1396,15 +1400,18 @@ class Recalled:
         count = -1  # counted when asked for
         if most is not None:
             cap = min(most, max(TURN_TOKENS, int(most * BEST_SHARE)) if best else TURN_TOKENS)
-            text = as_shown("turn", ts, text)
-            count = tokens.count_within(text, cap)
+            seen = as_shown("turn", ts, text)  # as a context shows it, under its day
+            count = tokens.count_within(seen, cap)
             if count > cap:  # what of it answers the query
-                part = focused(text, self._terms, cap, turn, role == "tool")
+                stamp = _stamp_tokens(text, seen) if seen != text else 0
+                part = focused(text, self._terms, cap + stamp, turn, role == "tool")
                 if part is None:
                     return None
                 text, count = part
-            if count > most:
-                return None
+                if as_shown("turn", ts, text) != text:  # its first line, stamp and all
+                    count -= stamp
+                if count > most:
+                    return None
         return self._pair(value, turn, (str(turn), turn, turn, ts, count, text), pair), count
 
     def _pair(

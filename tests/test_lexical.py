@@ -392,8 +392,13 @@ def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
     ]
     assert "| region-30 | 130 ms |" not in lines and lines[-2] == "ok"
     assert lines[-1] == f"\u2026 [{len(text)} chars; @expand(turn 7)]"
-    # a turn in which no line holds a word of the query has nothing to show
+    # a turn in which no line holds a word of the query has nothing to show, nor one
+    # in which no such line fits: its first and last lines, or the lines around an
+    # answer left out, would say nothing asked
     assert index.focused(text, lexical.stems(["deploy"]), 120, 7) is None
+    assert index.focused(text, terms, 22, 7, tool=True) is None
+    wide = text.replace("| latency table |", "| latency table |" + " p50 p95" * 60)
+    assert index.focused(wide, terms, 120, 7, tool=True) is None
 
 
 @settings(max_examples=60, deadline=None)
