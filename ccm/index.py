@@ -477,9 +477,10 @@ class Index:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, VERSION):
+            if version not in (0, VERSION):  # another layout: built again
                 db.close()
                 self.path.unlink()
+                self._drop_journal()
                 db = self._connect()
             # read the file through memory (up to SQLite's limit): the posting lists of a
             # large session are megabytes a query
@@ -492,6 +493,13 @@ class Index:
             raise
         return db
 
+    def _drop_journal(self) -> None:
+        """The write-ahead log and shared memory of a database file gone: SQLite would
+        replay an old log into a new file of the same name."""
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+
     def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
         """A damaged index is only a cache: it is moved aside (kept for a look, one
         copy) and built again from the sessions' logs."""
@@ -503,9 +511,7 @@ class Index:
             aside.name,
         )
         os.replace(self.path, aside)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
+        self._drop_journal()
         self._seen.clear()
         self._vectors.clear()
         self._tools.clear()
@@ -1139,10 +1145,12 @@ class Index:
     def _tool_turns(self, session: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The turns of `session` that are a tool's output and their exchanges (both
         sorted, read once per update of the session), or None when no tool ran."""
-        # what another writer (the daemon, an ingest) indexed since is read again
-        _, cursor = self._progress(session)
+        # what another writer (the daemon, an ingest) indexed since is read again: the
+        # last turn indexed tells (the progress offset stays at the last exchange's
+        # start while an agent adds tool turns to it)
+        last = self.postings.last_turn(session)
         kept = self._tools.get(session)
-        if kept is None or kept[0] != cursor.offset:
+        if kept is None or kept[0] != last:
             found: tuple[np.ndarray, np.ndarray] | None = None
             if self.has_tool_exchanges(session):
                 rows = self.db.execute(
@@ -1152,7 +1160,7 @@ class Index:
                 ).fetchall()
                 array = np.array(rows, dtype=np.int64).reshape(-1, 2)
                 found = (array[:, 0].copy(), np.unique(array[:, 1]))
-            kept = self._tools[session] = (cursor.offset, found)
+            kept = self._tools[session] = (last, found)
         return kept[1]
 
     def has_tool_exchanges(self, session: str) -> bool:

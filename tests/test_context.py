@@ -951,6 +951,30 @@ def test_a_context_recalls_an_agent_exchange_turn_by_turn(tmp_path: Path) -> Non
     assert hits[0]["kind"] == "pair" and hits[0]["turns"] == [1, 7]
 
 
+def test_an_open_index_sees_tool_turns_another_writer_added_to_the_last_exchange(
+    tmp_path: Path,
+) -> None:
+    """The daemon indexes what an agent adds to the exchange still going on; an index
+    held open elsewhere (the proxy's) must rank those tool turns as tool turns."""
+    from ccm.index import Index
+
+    said = [("user", "Why does the build fail?"), ("assistant", "Reading the log.")]
+    root = _agent(tmp_path, said, "build")
+    store = Store(root)
+    with Index(store) as held:
+        held.update("build")
+        assert held._tool_turns("build") is None
+        source = tmp_path / "build.jsonl"
+        more = {"role": "tool", "content": "$ make\nerror: missing libfoo", "ts": 1_767_000_200}
+        more["tool"] = {"name": "Bash"}
+        source.write_text(source.read_text() + json.dumps(more) + "\n")
+        assert ccm(root, "ingest", str(source)).exit_code == 0
+        with Index(store) as other:
+            other.update("build")
+        found = held._tool_turns("build")
+        assert found is not None and found[0].tolist() == [3] and found[1].tolist() == [1]
+
+
 def test_an_identifier_in_the_question_is_matched_whole(tmp_path: Path) -> None:
     from ccm.index import Index
 
