@@ -450,6 +450,11 @@ def read_log(
 # locked appends
 
 
+def _quarantined(source: Any, offset: Any, line: Any, raw: Any) -> tuple[Any, ...]:
+    """What tells one quarantined input from another: its place, else its bytes."""
+    return (source, offset, line, raw if offset is None and line is None else None)
+
+
 class LockedLog:
     """An append-only JSONL log held under an exclusive lock.
 
@@ -774,27 +779,29 @@ class Store:
         """Keep `bad_lines` verbatim in the session's quarantine.jsonl.
 
         A line already quarantined (same source, same offset) is not added twice, so
-        reading a damaged log again does not grow the quarantine.
+        reading a damaged log again does not grow the quarantine; nor is an input that
+        has no place (a message of a request, which a client sends again with every
+        request) when the same source gave the same bytes.
         """
         if not bad_lines:
             return 0
         path = self.quarantine_path(session_id)
         with LockedLog(path, "quarantine") as qlog:
             seen = {
-                (line.record.get("source"), line.record.get("offset"), line.record.get("line"))
-                for line in qlog.lines()
-                if line.record is not None
+                _quarantined(r.get("source"), r.get("offset"), r.get("line"), r.get("raw"))
+                for r in (line.record for line in qlog.lines())
+                if r is not None
             }
             records = []
             for bad in bad_lines:
-                key = (bad.path, bad.offset, bad.line)
-                if key in seen:
-                    continue
-                seen.add(key)
                 try:
                     raw, encoding = bad.raw.decode("utf-8"), "utf-8"
                 except UnicodeDecodeError:
                     raw, encoding = base64.b64encode(bad.raw).decode("ascii"), "base64"
+                key = _quarantined(bad.path, bad.offset, bad.line, raw)
+                if key in seen:
+                    continue
+                seen.add(key)
                 records.append(
                     {
                         "ts": utc_now(),

@@ -231,6 +231,32 @@ def test_a_retried_request_appends_nothing_twice(
     assert len(replies) == 4  # each answer the client was sent, once
 
 
+def test_each_bad_message_of_a_history_is_quarantined_once(store: Store) -> None:
+    """A client sends its whole history with every request: a message that is no
+    message is kept in quarantine the first time, each one, and never again."""
+    history: list[Any] = [
+        {"role": "user", "content": "Plan the migration."},
+        42,
+        {"role": "assistant", "content": "Database first."},
+        {"role": "robot", "content": "beep"},
+        {"role": "user", "content": "Go on."},
+    ]
+    live.record_request(store, "s", {"messages": history})
+    history += [
+        {"role": "assistant", "content": "Queues next."},
+        {"role": "user", "content": "And then?"},
+    ]
+    live.record_request(store, "s", {"messages": history})
+    kept = [json.loads(line) for line in store.quarantine_path("s").read_text().splitlines()]
+    assert [json.loads(k["raw"]) for k in kept] == [42, {"role": "robot", "content": "beep"}]
+    history += ["not a message", {"role": "user", "content": "Done?"}]
+    live.record_request(store, "s", {"messages": history})
+    kept = [json.loads(line) for line in store.quarantine_path("s").read_text().splitlines()]
+    assert len(kept) == 3 and json.loads(kept[-1]["raw"]) == "not a message"
+    users = [text for role, text in said(store, "s") if role == "user"]
+    assert users == ["Plan the migration.", "Go on.", "And then?", "Done?"]
+
+
 # ---------------------------------------------------------------------------
 # sessions
 
