@@ -214,14 +214,18 @@ def _is_memory_call(block: Any) -> bool:
     )
 
 
-def _memory_calls(content: list[Any]) -> tuple[list[dict[str, Any]], bool]:
-    """The memory tool calls in a reply's content, and whether it calls other tools."""
+def _memory_calls(content: list[Any], stop_reason: Any) -> list[dict[str, Any]]:
+    """The memory tool calls of a reply that the proxy answers: those of a reply that
+    stops to use tools and calls no other (a caller's tool call goes to the caller,
+    and the memory calls beside it are not run)."""
+    if stop_reason != "tool_use":
+        return []
     calls = [b for b in content if _is_memory_call(b)]
     others = any(
         isinstance(b, dict) and b.get("type") == "tool_use" and not _is_memory_call(b)
         for b in content
     )
-    return calls, others
+    return [] if others else calls
 
 
 def _shown(content: list[Any]) -> list[Any]:
@@ -269,9 +273,7 @@ class Splice:
             return frame if mapped == index else Frame.of(kind, {**data, "index": mapped})
         if kind == "message_delta":
             content = view.message["content"] if view.message else []
-            calls, others = _memory_calls(content)
-            stop = (data.get("delta") or {}).get("stop_reason")
-            if calls and not others and stop == "tool_use":
+            if _memory_calls(content, (data.get("delta") or {}).get("stop_reason")):
                 if continuing:
                     self.held = True
                     return None
@@ -438,12 +440,10 @@ class Proxy:
         first, shown = message, _shown(message.get("content") or [])
         usage = dict(message.get("usage") or {})
         for number in range(1, self.settings.max_memory_calls + 1):
-            calls, others = _memory_calls(message.get("content") or [])
+            calls = _memory_calls(message.get("content") or [], message.get("stop_reason"))
             if not calls:
                 break
             results = await self._run_tools(call, calls)
-            if others or message.get("stop_reason") != "tool_use":
-                break
             body = self._continued(call, message, results, number)
             response = await self._send(call, json.dumps(body).encode("utf-8"))
             if isinstance(response, Response):
@@ -451,16 +451,20 @@ class Proxy:
             if response.status_code != 200:
                 await self._failed(call, response.status_code, response.content)
                 return _passed(response, response.content)
-            message = response.json()
+            try:
+                message = response.json()
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):  # not a reply: the caller sees what came
+                await self._failed(call, 200, response.content)
+                return _passed(response, response.content)
             shown += _shown(message.get("content") or [])
             for name, value in (message.get("usage") or {}).items():
                 if isinstance(value, int):
                     usage[name] = int(usage.get(name) or 0) + value
         final = {**message, "id": first.get("id"), "content": shown, "usage": usage}
-        if final.get("stop_reason") == "tool_use" and not any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in shown
-        ):
-            final["stop_reason"] = "end_turn"
+        if _memory_calls(message.get("content") or [], message.get("stop_reason")):
+            final["stop_reason"] = "end_turn"  # the rounds ran out: what it said stands
         await self._replied(call, final)
         return _passed(response, json.dumps(final, ensure_ascii=False).encode("utf-8"))
 
@@ -549,7 +553,7 @@ class Proxy:
                 if not splice.held:
                     break
                 assert view.message is not None
-                calls, _ = _memory_calls(view.message["content"])
+                calls = _memory_calls(view.message["content"], view.message.get("stop_reason"))
                 results = await self._run_tools(call, calls)
                 following = self._continued(call, view.message, results, number + 1)
                 opened = await self._open_stream(call, json.dumps(following).encode("utf-8"))

@@ -713,15 +713,25 @@ def test_memory_rounds_are_bounded(
     assert requests[2]["tool_choice"] == {"type": "none"}  # the last round answers in words
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("beside", [False, True])
 def test_a_caller_tool_call_reaches_the_caller(
-    serve: Serve, fake: FakeAnthropic, store: Store
+    serve: Serve, fake: FakeAnthropic, store: Store, stream: bool, beside: bool
 ) -> None:
-    fake.push(Reply.tool_use("bash", {"command": "ls"}, id="toolu_caller"))
+    """A reply that calls the caller's tool goes to the caller; a memory call beside
+    it is not run (its round does not continue), streamed or not."""
+    reply = Reply.tool_use("bash", {"command": "ls"}, id="toolu_caller")
+    if beside:
+        note = {"type": "tool_use", "id": "toolu_note", "name": "memory_note"}
+        reply.content.insert(0, {**note, "input": {"text": "the team deploys on Thursdays"}})
+    fake.push(reply)
     with serve(mode="manage", budget=1500) as url:
-        reply = memory_round_request(url, stream=False)
-    assert reply.stop_reason == "tool_use"
-    assert reply.content[-1].type == "tool_use" and reply.content[-1].name == "bash"
+        answer = memory_round_request(url, stream=stream)
+    assert answer.stop_reason == "tool_use"
+    assert [b.name for b in answer.content if b.type == "tool_use"] == ["bash"]
     assert len(fake.messages()) == 1
+    wait_for(lambda: said(store, "mem")[-1][0] == "assistant")
+    assert events(store, "mem", "note") == []
 
 
 def test_commands_in_messages_are_run_and_are_events(
