@@ -50,6 +50,7 @@ from starlette.routing import Route
 from ccm import derive, live
 from ccm.errors import CCMError
 from ccm.index import Index
+from ccm.ingest import lines
 from ccm.store import Store
 
 log = logging.getLogger("ccm.proxy")
@@ -366,7 +367,7 @@ class Proxy:
     async def messages(self, request: Request) -> Response:
         raw = await request.body()
         try:
-            body = json.loads(raw)
+            body = lines.loads(raw)  # strict: a NaN goes upstream, which refuses it
         except (ValueError, RecursionError):
             body = None
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):

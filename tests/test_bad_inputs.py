@@ -222,6 +222,19 @@ CASES = [
     ),
     pytest.param(
         Case(
+            "huge.jsonl",
+            b'{"role": "user", "content": "hi", "ts": 1e999}\n' + jl(user("good")),
+            1,
+            "huge.jsonl:1: invalid JSON (1e999 is beyond what a float holds; write a smaller "
+            "number)",
+            "huge",
+            ["good"],
+            [1],
+        ),
+        id="a-number-too-large-is-not-infinity",
+    ),
+    pytest.param(
+        Case(
             "nul.jsonl",
             jl(user("good 1")) + b"\x00\x00\x00\n" + jl(user("good 2")),
             1,

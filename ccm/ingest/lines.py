@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -47,10 +48,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON; write null or a number")
 
 
-def loads(text: str) -> Any:
-    """Strict JSON: NaN and Infinity, which Python's json would accept, are errors (the
-    store writes only what any JSON reader can read back)."""
-    return json.loads(text, parse_constant=_no_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise ValueError(f"{text} is beyond what a float holds; write a smaller number")
+    return value
+
+
+def loads(text: str | bytes) -> Any:
+    """Strict JSON: NaN and Infinity, which Python's json would accept, are errors, and
+    so is a number too large to be anything but infinite (the store writes only what
+    any JSON reader can read back)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
 def load_document(data: bytes, where: str, hint: str) -> Any:
