@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ccm import memory, tokens
 from ccm.engine import commands as parser
-from ccm.errors import CCMError
+from ccm.errors import CCMError, UsageError
 from ccm.ingest.anthropic import read_request, read_response
 from ccm.ingest.model import SourceTurn
 from ccm.ingest.pipeline import content_key, entry, parse_options, quarantine_rejected, unseen
@@ -82,9 +82,7 @@ class Recorded:
     turns: list[SourceTurn]  # the request's history as turns
     spans: list[tuple[int, int]]  # the turns of each message: turns[first:end]
     numbers: list[int | None]  # the session's turn number of each (None: not known)
-    added: list[dict[str, Any]]  # the raw.jsonl lines appended
     system: str | None  # the digest of the system prompt in force
-    outcomes: list[memory.Outcome] = field(default_factory=list)  # @commands run
 
 
 def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded:
@@ -111,7 +109,7 @@ def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded
             fresh = unseen((line.record for line in raw.lines()), request.turns)
             ids = {id(turn) for turn in fresh}
             places = [i for i, turn in enumerate(request.turns) if id(turn) in ids]
-        previous = next((_system_of(t) for t in reversed(tail) if _system_of(t)), None)
+        previous = next(filter(None, map(_system_of, reversed(tail))), None)
         if request.system is not None and system != previous:
             # kept word for word, but not mined for rules or conclusions: the client
             # sends it itself with every request
@@ -128,11 +126,10 @@ def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded
         raw.append(added, fsync=store.config.fsync)
     if request.rejected:
         quarantine_rejected(store, request.rejected, session)
-    recorded = Recorded(session, request.turns, request.spans, numbers, added, system)
     for line in added:
         if line["role"] == "user":
-            recorded.outcomes += run_commands(store, session, line["content"], "user")
-    return recorded
+            run_commands(store, session, line["content"], "user")
+    return Recorded(session, request.turns, request.spans, numbers, system)
 
 
 def record_reply(
@@ -288,7 +285,7 @@ def _current_exchange(messages: list[Any], cost: _Costs, start: int, room: int) 
     tail = rounds[-2:] if len(rounds) % 2 == 0 else rounds[-1:]
     rest = rounds[: len(rounds) - len(tail)]
     used = cost[head] + sum(cost[i] for i in tail)
-    while rest and used + cost[rest[-2]] + cost[rest[-1]] <= room and len(rest) >= 2:
+    while rest and used + cost[rest[-2]] + cost[rest[-1]] <= room:  # (rounds of two)
         used += cost[rest[-2]] + cost[rest[-1]]
         tail = rest[-2:] + tail
         rest = rest[:-2]
@@ -371,12 +368,7 @@ MEMORY_TOOLS: list[dict[str, Any]] = [
                 "required": ["targets"],
             },
         }
-        for name, doc in (
-            ("pin", "Keep segments in the working context: never compressed or archived."),
-            ("unpin", "Undo a pin or a focus on segments."),
-            ("focus", "Make these segments or efforts the working context."),
-            ("archive", "Move segments out of the working context (the log keeps them)."),
-        )
+        for name, doc in memory.OPERATIONS.items()
     ),
     {
         "name": "memory_note",
@@ -411,7 +403,8 @@ def with_memory_tools(tools: Any) -> list[Any]:
 
 def run_tool(store: Store, session: str, name: str, arguments: Any) -> tuple[str, bool]:
     """Run memory tool `name`; its result as text, and whether it is an error (a bad
-    argument is an error result the model can read, never an exception)."""
+    argument, or a command that could not be done, is an error result the model can
+    read, never an exception)."""
     args = arguments if isinstance(arguments, dict) else {}
     try:
         return _run_tool(store, session, name, args), False
@@ -425,7 +418,7 @@ def _run_tool(store: Store, session: str, name: str, args: dict[str, Any]) -> st
     if name == "memory_recall":
         query = str(args.get("query") or "").strip()
         if not query:
-            return "memory_recall needs a query"
+            raise UsageError("memory_recall needs a query")
         memory.command(store, session, "recall", [], who="model", text=query)
         hits, _ = memory.recall(store, query, session, int(args.get("budget") or 2000))
         if not hits:
@@ -440,17 +433,23 @@ def _run_tool(store: Store, session: str, name: str, args: dict[str, Any]) -> st
     if name in ("memory_note", "memory_critical"):
         text = str(args.get("text") or "")
         act = memory.note if name == "memory_note" else memory.mark_critical
-        return act(store, session, text, who="model").message
+        return _done(act(store, session, text, who="model"))
     operation = name.removeprefix("memory_")
-    if name in MEMORY_TOOL_NAMES and operation in ("pin", "unpin", "focus", "archive"):
+    if name in MEMORY_TOOL_NAMES and operation in memory.OPERATIONS:
         targets = args.get("targets")
         if isinstance(targets, str):
             targets = [targets]
         if not isinstance(targets, list) or not targets:
-            return f'{name} needs targets such as ["seg_2"]'
-        outcome = memory.command(store, session, operation, [str(t) for t in targets], "model")
-        return outcome.message
-    return f"no memory tool {name!r}"
+            raise UsageError(f'{name} needs targets such as ["seg_2"]')
+        return _done(memory.command(store, session, operation, [str(t) for t in targets], "model"))
+    raise UsageError(f"no memory tool {name!r}")
+
+
+def _done(outcome: memory.Outcome) -> str:
+    """A command's message; one that was not done is an error."""
+    if not outcome.ok:
+        raise UsageError(outcome.message)
+    return outcome.message
 
 
 # ---------------------------------------------------------------------------
@@ -459,7 +458,9 @@ def _run_tool(store: Store, session: str, name: str, args: dict[str, Any]) -> st
 
 def _line(turn: SourceTurn, number: int, now: str, system: str | None) -> dict[str, Any]:
     line = entry(turn, number, SOURCE, now)
-    if system is not None:  # which system prompt was in force: told again only on a change
+    # which system prompt was in force, on every line (the prompt's own turn is added
+    # only when it changes: this tells the proxy when it did)
+    if system is not None:
         line["meta"] = {**line.get("meta", {}), "system": system}
     return line
 

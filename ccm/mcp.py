@@ -33,7 +33,6 @@ from ccm.store import Store
 log = logging.getLogger("ccm.mcp")
 
 MIN_BUDGET = 50  # tokens: what `ccm context --budget` accepts at least
-EXPAND_TOKENS = memory.EXPAND_TOKENS
 KEPT_ENGINES = 16  # sessions whose engines the server keeps in memory
 
 INSTRUCTIONS = """\
@@ -141,13 +140,13 @@ def build(store: Store) -> MCPServer[Any]:
         ],
         budget: Annotated[
             int, Field(ge=MIN_BUDGET, description="Tokens of text to return at most.")
-        ] = EXPAND_TOKENS,
+        ] = memory.EXPAND_TOKENS,
     ) -> dict[str, Any]:
         """Read a segment, a turn or a topic of the session whole, word for word from the
         log. A segment or topic is also brought back into the working context (as
         @expand does; `memory_command` with @undo or `unpin` reverts it)."""
         with answering():
-            return memory.expand(store, session_of(session), target, budget, who="model")
+            return memory.expand(store, session, target, budget, who="model")  # (it checks)
 
     @server.tool()
     def memory_command(
@@ -182,10 +181,8 @@ def build(store: Store) -> MCPServer[Any]:
         run.__doc__ = doc
         server.add_tool(run, name=name)
 
-    operation("pin", "Keep segments in the working context: never compressed or archived.")
-    operation("unpin", "Undo a pin or a focus on segments.")
-    operation("focus", "Make these segments or efforts the working context.")
-    operation("archive", "Move segments out of the working context (the log keeps them).")
+    for name, doc in memory.OPERATIONS.items():
+        operation(name, doc)
 
     @server.tool()
     def note(

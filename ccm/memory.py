@@ -17,6 +17,13 @@ from ccm.errors import UsageError
 from ccm.store import Store
 
 EXPAND_TOKENS = 4000  # what `expand` shows of a segment at most, unless asked for more
+# the commands on segments a model may call (as MCP tools, or the proxy's memory tools)
+OPERATIONS = {
+    "pin": "Keep segments in the working context: never compressed or archived.",
+    "unpin": "Undo a pin or a focus on segments.",
+    "focus": "Make these segments or efforts the working context.",
+    "archive": "Move segments out of the working context (the log keeps them).",
+}
 CUT_NOTE_TOKENS = 20  # room for the note that says a turn was cut
 _TURN = re.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
 

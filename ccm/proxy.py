@@ -296,7 +296,6 @@ class _Call:
 
     request: Request
     session: str
-    body: dict[str, Any]
     outgoing: bytes  # what goes upstream first
     sent: dict[str, Any] | None  # manage mode: the body sent, for the memory rounds
     offered: bool  # whether the memory tools were offered
@@ -394,17 +393,17 @@ class Proxy:
                 recorded = await _run(live.record_request, self.store, session, body)
             except Exception as exc:  # the caller is never refused for ccm's sake
                 log.error("%s: could not record the request: %s", session, exc, exc_info=True)
-                return _Call(request, session, body, raw, None, False, None)
+                return _Call(request, session, raw, None, False, None)
             if self.settings.mode != "manage":
-                return _Call(request, session, body, raw, None, False, recorded.system)
+                return _Call(request, session, raw, None, False, recorded.system)
             offered = self._offers_tools(body)
             try:
                 sent = await _run(self._managed, body, recorded, offered)
             except Exception as exc:  # the index, the engine...: sent unmanaged
                 log.error("%s: could not assemble the context: %s", session, exc, exc_info=True)
-                return _Call(request, session, body, raw, None, False, recorded.system)
+                return _Call(request, session, raw, None, False, recorded.system)
         outgoing = json.dumps(sent, ensure_ascii=False).encode("utf-8")
-        return _Call(request, session, body, outgoing, sent, offered, recorded.system)
+        return _Call(request, session, outgoing, sent, offered, recorded.system)
 
     def _managed(self, body: dict[str, Any], recorded: live.Recorded, offered: bool) -> Any:
         """`live.managed` with the index this proxy keeps open (in a worker thread)."""
@@ -620,14 +619,8 @@ class Proxy:
         return _passed(response, content)
 
     async def _unreachable(self, call: _Call, exc: httpx2.HTTPError) -> Response:
-        if isinstance(exc, httpx2.TimeoutException):
-            status, kind = 504, "timeout_error"
-            text = f"the upstream API did not answer in time ({type(exc).__name__})"
-        else:
-            status, kind = 502, "api_error"
-            text = f"the upstream API cannot be reached: {type(exc).__name__}"
-        answer = _error(status, kind, text)
-        await self._failed(call, status, bytes(answer.body))
+        answer = _unreachable(exc)
+        await self._failed(call, answer.status_code, bytes(answer.body))
         return answer
 
     async def _failed(self, call: _Call, status: int, body: bytes) -> None:
@@ -656,22 +649,24 @@ class Proxy:
         )
         try:
             response = await self.client.send(upstream, stream=True)
-        except httpx2.TimeoutException as exc:
-            return _error(
-                504,
-                "timeout_error",
-                f"the upstream API did not answer in time ({type(exc).__name__})",
-            )
         except httpx2.HTTPError as exc:
-            return _error(
-                502, "api_error", f"the upstream API cannot be reached: {type(exc).__name__}"
-            )
+            return _unreachable(exc)
         return StreamingResponse(
             response.aiter_raw(),
             status_code=response.status_code,
             headers=_headers(response, keep_length=True),
             background=BackgroundTask(response.aclose),
         )
+
+
+def _unreachable(exc: httpx2.HTTPError) -> JSONResponse:
+    """The caller's answer when the upstream did not answer: a 504 when it was too slow,
+    else a 502, in the API's error shape."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return _error(
+            504, "timeout_error", f"the upstream API did not answer in time ({type(exc).__name__})"
+        )
+    return _error(502, "api_error", f"the upstream API cannot be reached: {type(exc).__name__}")
 
 
 def _headers(response: httpx2.Response, keep_length: bool = False) -> dict[str, str]:

@@ -696,6 +696,23 @@ def test_the_proxy_answers_the_memory_tools_itself(
     assert "memory_recall" not in assistant[-1]
 
 
+def test_a_memory_tool_that_cannot_do_what_it_is_asked_is_an_error_result(store: Store) -> None:
+    """The model reads why in the tool result, marked is_error, as the MCP server says
+    it; what was done is a plain result."""
+    live.record_request(store, "s", {"messages": [{"role": "user", "content": "Hello."}]})
+    for name, arguments, words in [
+        ("memory_recall", {}, "needs a query"),
+        ("memory_pin", {}, "needs targets"),
+        ("memory_pin", {"targets": ["seg_999"]}, "seg_999"),
+        ("memory_note", {"text": ""}, "note"),
+        ("memory_nothing", {}, "no memory tool"),
+    ]:
+        text, error = live.run_tool(store, "s", name, arguments)
+        assert error and words in text, (name, text)
+    text, error = live.run_tool(store, "s", "memory_note", {"text": "Deploys on Thursdays."})
+    assert not error and events(store, "s", "note")
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_memory_rounds_are_bounded(
     serve: Serve, fake: FakeAnthropic, store: Store, stream: bool
