@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import MODEL, NOUNS, write_session  # noqa: E402
-from benchmarks.timing import progress, ratio, summary  # noqa: E402
+from benchmarks.timing import progress, ratio, report_json, summary  # noqa: E402
 
 TARGET_MS = 300.0
 EVENTS = ("prompt-recall", "prompt-casual", "SessionStart", "PreCompact", "Stop")
@@ -348,19 +348,14 @@ def main(argv: list[str] | None = None) -> None:
             )
         ratios["first"] = ratio(large["first_ms"], small["first_ms"])
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "sizes": results,
-                    "ratio_p50": ratios,
-                    "ratio_sizes": [sizes[0], sizes[-1]],
-                    "modes": modes,
-                    "target_p95_ms": TARGET_MS,
-                    "failed": checks.failed,
-                    "empty_context": checks.empty,
-                    "cpus": cpus,
-                }
-            )
+        report_json(
+            results,
+            ratios,
+            sizes,
+            modes=modes,
+            target_p95_ms=TARGET_MS,
+            failed=checks.failed,
+            empty_context=checks.empty,
         )
         return
     print(

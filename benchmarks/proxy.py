@@ -64,9 +64,9 @@ import anthropic  # noqa: E402
 from anthropic.types import Message  # noqa: E402
 
 from benchmarks.generate import write_session  # noqa: E402
-from benchmarks.timing import progress, ratio, summary  # noqa: E402
-from ccm import derive, live, tokens  # noqa: E402
-from ccm.proxy import KEPT_ENGINES, WRITE_LATER, Proxy, Settings  # noqa: E402
+from benchmarks.timing import progress, ratio, report_json, summary  # noqa: E402
+from ccm import live  # noqa: E402
+from ccm.proxy import Proxy, Settings, configure  # noqa: E402
 from ccm.store import Store  # noqa: E402
 from tests.fakeapi import FakeAnthropic, Serving  # noqa: E402
 
@@ -230,8 +230,7 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
     full_mb = len(json.dumps(messages).encode("utf-8")) / 1e6
     store = Store(work / f"root-{turns}")
     store.init()
-    tokens.set_method(store.config.tokens_method)  # as `ccm proxy` runs
-    derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)  # as `ccm proxy` runs
+    configure(store)  # as `ccm proxy` runs
     histories = {"full": 0, **({"window": window} if window else {})}
     start = time.perf_counter()
     for history in histories:
@@ -342,18 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     verdicts = _verdicts(results)
     cpus = os.cpu_count()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "sizes": results,
-                    "ratio_p50": ratios,
-                    "ratio_sizes": [sizes[0], sizes[-1]],
-                    "target_added_p50_ms": TARGET_MS,
-                    "target": verdicts,
-                    "cpus": cpus,
-                }
-            )
-        )
+        report_json(results, ratios, sizes, target_added_p50_ms=TARGET_MS, target=verdicts)
         return
     print(
         f"ccm proxy benchmark (loopback, fake upstream, {runs} requests per mode and history, "

@@ -3,6 +3,8 @@ ratio of two figures; progress lines on standard error."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import sys
 from typing import Any
@@ -27,6 +29,16 @@ def summary(seconds: list[float], target_ms: float | None = None) -> dict[str, A
 def ratio(high: float, low: float) -> float | None:
     """`high` / `low` to two places (None when `low` is 0): how a figure grows with size."""
     return round(high / low, 2) if low else None
+
+
+def report_json(
+    results: list[dict[str, Any]], ratios: dict[str, Any], sizes: list[int], **extra: Any
+) -> None:
+    """A size benchmark's report as one JSON object on standard output: the figures of
+    each size, the ratios of the p50s between the largest and the smallest size, what
+    else the benchmark reports (`extra`), and the CPUs they ran on."""
+    found = {"sizes": results, "ratio_p50": ratios, "ratio_sizes": [sizes[0], sizes[-1]]}
+    print(json.dumps({**found, **extra, "cpus": os.cpu_count()}))
 
 
 def progress(bench: str, message: str) -> None:

@@ -47,7 +47,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ccm import derive, live
+from ccm import derive, live, tokens
 from ccm.errors import CCMError
 from ccm.index import Index
 from ccm.ingest import lines
@@ -692,16 +692,19 @@ async def _run(func: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(functools.partial(func, *args))
 
 
+def configure(store: Store) -> None:
+    """The process as a proxy runs it: tokens counted as `store` says, and, as a server
+    lives long, engines kept in memory, what grows with a session written once a burst
+    of requests pauses."""
+    tokens.set_method(store.config.tokens_method)
+    derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)
+
+
 def serve(store: Store, settings: Settings, host: str, port: int) -> None:
     """Run the proxy until interrupted."""
     import uvicorn
 
-    from ccm import tokens
-
-    tokens.set_method(store.config.tokens_method)
-    # a server lives long: engines stay in memory, and what grows with a session is
-    # written once a burst of requests pauses
-    derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)
+    configure(store)
     config = uvicorn.Config(
         Proxy(store, settings).app(),
         host=host,
