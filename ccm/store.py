@@ -659,12 +659,19 @@ class Store:
         of the root is left out, with a warning)."""
         if not self.chats.is_dir():
             return []
+        if not is_inside(self.root, self.chats):
+            log.warning(
+                "%s leads out of the knowledge root %s; no session read", self.chats, self.root
+            )
+            return []
         found = []
         for entry in self.chats.iterdir():
             if not (entry.is_dir() and _SESSION_ID.fullmatch(entry.name)):
                 continue
+            # inside `chats`, only a link can lead out: plain files are not resolved
+            paths = (entry, entry / RAW, entry / EVENTS)
             try:
-                for path in (entry, entry / RAW, entry / EVENTS):
+                for path in paths if any(p.is_symlink() for p in paths) else ():
                     confine(self.root, path)
             except OutsideRoot as exc:
                 log.warning("%s; left out", exc)

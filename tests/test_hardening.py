@@ -93,6 +93,17 @@ def test_commands_over_every_session_leave_a_linked_one_out(root: Path, tmp_path
     consolidated = ccm(root, "consolidate")
     assert consolidated.exit_code == 0, consolidated.output
     assert sorted(p.name for p in outside.iterdir()) == ["raw.jsonl"]
+    # a raw.jsonl linked out of a plain folder is left out too, and so is every
+    # session when the chats folder itself leads out
+    (root / "chats" / "evil").unlink()
+    (root / "chats" / "evil").mkdir()
+    (root / "chats" / "evil" / "raw.jsonl").symlink_to(outside / "raw.jsonl")
+    assert Store(root).sessions() == ["good"]
+    (root / "chats" / "evil" / "raw.jsonl").unlink()
+    far = tmp_path / "far"
+    (root / "chats").rename(far)
+    (root / "chats").symlink_to(far, target_is_directory=True)
+    assert Store(root).sessions() == []
 
 
 def test_a_vault_folder_linked_out_of_the_root_is_refused(root: Path, tmp_path: Path) -> None:
