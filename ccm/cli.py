@@ -116,7 +116,7 @@ def _fail(messages: list[str]) -> None:
     sys.exit(1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(__version__, "--version", prog_name="ccm")
 @click.option(
     "--root",
@@ -164,7 +164,6 @@ def init(ctx: click.Context, as_json: bool) -> None:
     "fmt",
     type=click.Choice(["auto", "jsonl", "claude-code", "chatgpt", "anthropic", "locomo"]),
     default="auto",
-    show_default=True,
     help="Input format; auto recognises it from the content.",
 )
 @click.option(
@@ -175,7 +174,6 @@ def init(ctx: click.Context, as_json: bool) -> None:
 @click.option(
     "--derive/--no-derive",
     default=True,
-    show_default=True,
     help="Update the manifest, open and working tiers of the sessions that changed.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -363,7 +361,7 @@ _memory_command("compress", "Keep only the summary of segments.", text_option=Tr
 @main.command()
 @click.argument("session", type=SESSION)
 @click.argument("targets", nargs=-1, required=True)
-@click.option("--by", "delta", type=float, default=1.0, show_default=True, help="How much to add.")
+@click.option("--by", "delta", type=float, default=1.0, help="How much to add.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -394,7 +392,7 @@ def note(ctx: click.Context, session: str, text: str, as_json: bool) -> None:
 @main.command()
 @click.argument("session", type=SESSION)
 @click.argument("file_or_text")
-@click.option("--who", default="user", show_default=True, help="Who wrote the commands.")
+@click.option("--who", default="user", help="Who wrote the commands.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcomes as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -538,7 +536,6 @@ def health(ctx: click.Context, session: str, as_json: bool) -> None:
     "--strategy",
     type=click.Choice(["summarize", "selective", "aggressive"]),
     default="selective",
-    show_default=True,
     help="How much to compact.",
 )
 @click.option("--dry-run", is_flag=True, help="Only show the plan.")
@@ -603,7 +600,6 @@ def summary(ctx: click.Context, session: str, as_json: bool) -> None:
     "fmt",
     type=click.Choice(["text", "json", "messages"]),
     default="text",
-    show_default=True,
     help="text for reading, json with blocks and tokens, messages for the Anthropic API.",
 )
 @click.pass_context
@@ -637,14 +633,12 @@ def context(
     "--budget",
     type=click.IntRange(min=1),
     default=2000,
-    show_default=True,
     help="Tokens of hits to return.",
 )
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
     default=20,
-    show_default=True,
     help="At most this many hits.",
 )
 @click.option("--since", metavar="DATE", help="Only what was said from DATE (YYYY-MM-DD or ISO).")
@@ -709,19 +703,17 @@ def mcp(ctx: click.Context, log_file: str | None) -> None:
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", help="Address to listen on.")
+@click.option("--port", default=8787, type=click.IntRange(0, 65535))
 @click.option(
     "--upstream",
     default="https://api.anthropic.com",
-    show_default=True,
     help="The Messages API the proxy calls.",
 )
 @click.option(
     "--mode",
     type=click.Choice(["observe", "manage"]),
     default="observe",
-    show_default=True,
     help="observe: record and forward unchanged; manage: send ccm's context in place of "
     "the history.",
 )
@@ -734,14 +726,12 @@ def mcp(ctx: click.Context, log_file: str | None) -> None:
 @click.option(
     "--session-header",
     default="x-ccm-session",
-    show_default=True,
     help="The request header that names the session.",
 )
 @click.option(
     "--memory-tools",
     type=click.Choice(["auto", "always", "never"]),
     default="auto",
-    show_default=True,
     help="manage: offer the memory tools to a request that has tools (auto), to every "
     "request, or never.",
 )
@@ -749,14 +739,12 @@ def mcp(ctx: click.Context, log_file: str | None) -> None:
     "--max-memory-calls",
     type=click.IntRange(min=0),
     default=4,
-    show_default=True,
     help="manage: memory rounds the proxy answers itself in one request.",
 )
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=600.0,
-    show_default=True,
     help="Seconds the upstream may take to answer.",
 )
 @click.pass_context
@@ -791,7 +779,13 @@ def proxy(
     store = _store(ctx)
     store.chats.mkdir(parents=True, exist_ok=True)
     settings = Settings(
-        upstream, mode, budget, session_header, memory_tools, max_memory_calls, timeout
+        upstream=upstream,
+        mode=mode,
+        budget=budget,
+        session_header=session_header,
+        memory_tools=memory_tools,
+        max_memory_calls=max_memory_calls,
+        timeout=timeout,
     )
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: listening on {host}: anyone who reaches it can use it", err=True)
@@ -847,7 +841,6 @@ def bench() -> None:
     type=click.IntRange(min=100),
     multiple=True,
     default=(2000, 4000),
-    show_default=True,
     help="Context budget in tokens (repeat for several).",
 )
 @click.option(
@@ -1067,7 +1060,6 @@ class _JsonLog(logging.Formatter):
     "--debounce",
     type=click.FloatRange(min=0.0, max=10_000.0),
     default=0.0,
-    show_default=True,
     metavar="MS",
     help="Wait this long after a change for more before updating (changes that arrive "
     "during an update are gathered anyway).",
@@ -1234,7 +1226,6 @@ def _print_consolidation(report: Any) -> None:
     "--layer",
     type=click.IntRange(0, 3),
     default=1,
-    show_default=True,
     help="Leave out every conclusion below this abstraction layer.",
 )
 @click.argument("folder", type=click.Path(file_okay=False))
@@ -1271,9 +1262,7 @@ def export_(ctx: click.Context, layer: int, folder: str, as_json: bool) -> None:
 
 
 @main.group(invoke_without_command=True)
-@click.option(
-    "--top", type=click.IntRange(min=1), default=20, show_default=True, help="Conclusions shown."
-)
+@click.option("--top", type=click.IntRange(min=1), default=20, help="Conclusions shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the conclusions as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -1371,7 +1360,6 @@ def graph_explain(ctx: click.Context, node: str, as_json: bool) -> None:
     "fmt",
     type=click.Choice(["graphml", "json"]),
     default="graphml",
-    show_default=True,
     help="GraphML (Gephi, yEd, Cytoscape) or one JSON document.",
 )
 @click.option(
