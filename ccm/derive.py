@@ -1,10 +1,12 @@
 """Keeping a session's derived tiers current: incremental update and full rebuild.
 
 The engine state is cached in ``.ccm/engine/<session>.state`` (marshal) together with how
-far ``raw.jsonl`` was read (byte offset, inode) and the parameters it was built with. An
-update folds only the turns appended since, then renders the tiers; a missing,
-stale or unreadable cache, a truncated or replaced log, or changed parameters mean
-a rebuild from the first turn. Either way the files are the same, byte for byte.
+far ``raw.jsonl`` was read (byte offset, line, inode, and a probe of the bytes at that
+point) and the parameters it was built with. An update folds only the turns appended
+since, then renders the tiers. A log under a new inode whose bytes the probe still finds
+(a moved, copied or restored root) resumes too; a missing, stale or unreadable cache, a
+truncated or replaced log, or changed parameters mean a rebuild from the first turn.
+Either way the files are the same, byte for byte.
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ class Engine:
         except FileNotFoundError:
             return "unknown"
         if st.st_size < self.cursor.offset:
-            log.warning("%s: raw.jsonl was truncated or replaced; rebuilding", self.session)
+            log.warning("%s: raw.jsonl was truncated; rebuilding", self.session)
             return "cut"
         return "current" if st.st_ino == self.inode else "unknown"
 
@@ -284,8 +286,8 @@ class Engine:
         return written
 
     def save(self) -> None:
-        """Write the engine cache now (a long-lived process saves now and then, and
-        before it exits)."""
+        """Write the engine cache now, unless it holds this state already (a long-lived
+        process saves now and then, and before it exits)."""
         if self.state is not None and self.saved != (self.cursor.offset, self.inode):
             self._save(Params.from_config(self.store.config))
 
