@@ -29,7 +29,6 @@ its pid) and ``daemon.json`` (its status, rewritten after every batch).
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import json
 import logging
@@ -82,11 +81,9 @@ class RootLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            locks.lock(fd, wait=False)
-        except OSError as exc:
+            locks.lock(fd, wait=False)  # held until release (or the process ends)
+        except BlockingIOError as exc:
             os.close(fd)
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
             pid = holder(self.path)
             raise AlreadyRunning(
                 f"another ccm watch (pid {pid or 'unknown'}) is running for {self.path.parent.parent}",
@@ -117,18 +114,12 @@ def running(store: Store) -> int | None:
     """The pid of the daemon holding this root's lock, or None when none runs."""
     path = store.cache / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with locks.held(path, shared=True, wait=False, flags=os.O_RDONLY):
+            return None
     except FileNotFoundError:
         return None
-    try:
-        locks.lock(fd, shared=True, wait=False)
-    except OSError:
+    except BlockingIOError:
         return holder(path) or -1  # held: a daemon runs (pid unknown if not yet written)
-    else:
-        locks.unlock(fd)
-        return None
-    finally:
-        os.close(fd)
 
 
 def session_of(root: Path, path: str) -> str | None:

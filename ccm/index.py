@@ -448,9 +448,7 @@ class Index:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # one process or thread at a time creates the schema (or finds the file
             # damaged): two first opens of a new root race otherwise
-            fd = os.open(self.path.with_name(OPEN_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                locks.lock(fd)
+            with locks.held(self.path.with_name(OPEN_LOCK)):
                 try:
                     db = self._open()
                 except sqlite3.OperationalError:
@@ -458,9 +456,11 @@ class Index:
                 except sqlite3.DatabaseError as exc:  # not a database, or a malformed one
                     self._set_aside(exc)
                     db = self._open()
-                postings = lexical.Postings(db)
-            finally:
-                os.close(fd)  # releases the lock
+                try:
+                    postings = lexical.Postings(db)
+                except BaseException:
+                    db.close()
+                    raise
             self._postings = postings
             self._db = db
             self._counting = None

@@ -10,10 +10,13 @@ when ``wait=False``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 if sys.platform == "win32":
     import msvcrt
@@ -54,3 +57,22 @@ else:
 
     def unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def held(
+    path: Path, shared: bool = False, wait: bool = True, flags: int = os.O_RDWR | os.O_CREAT
+) -> Iterator[int]:
+    """`path` opened with `flags` and locked while the block runs (its descriptor);
+    unlocked and closed after, whatever happens (Windows may keep a lock that a close
+    alone leaves for a while). A lock that cannot be taken at once raises
+    `BlockingIOError` when ``wait=False``, the file closed."""
+    fd = os.open(path, flags, 0o644)
+    try:
+        lock(fd, shared, wait)
+        try:
+            yield fd
+        finally:
+            unlock(fd)
+    finally:
+        os.close(fd)

@@ -467,15 +467,12 @@ class LockedLog:
         self.path = path
         self.schema = schema
         self._fd = -1
+        self._held = contextlib.ExitStack()
 
     def __enter__(self) -> LockedLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            locks.lock(self._fd)
-        except BaseException:
-            os.close(self._fd)
-            raise
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT
+        self._fd = self._held.enter_context(locks.held(self.path, flags=flags))
         return self
 
     def __exit__(
@@ -484,11 +481,8 @@ class LockedLog:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        try:
-            locks.unlock(self._fd)
-        finally:
-            os.close(self._fd)
-            self._fd = -1
+        self._held.close()
+        self._fd = -1
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size

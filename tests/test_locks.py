@@ -72,6 +72,25 @@ def test_shared_locks_go_together_and_keep_a_writer_out(tmp_path: Path) -> None:
         child.communicate(timeout=30)
 
 
+def test_held_locks_for_the_block_and_frees_the_file_after(tmp_path: Path) -> None:
+    """`held` opens, locks, and unlocks and closes whatever the block does; a lock it
+    cannot take at once is a BlockingIOError, its file closed."""
+    path = tmp_path / "log"
+    with pytest.raises(RuntimeError), locks.held(path) as fd:
+        os.write(fd, b"x")
+        with pytest.raises(BlockingIOError), locks.held(path, wait=False):
+            pass  # a second open file of this process is refused too (flock)
+        raise RuntimeError("the block fails")
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    child = hold_in_child(path)  # the lock was released: another process takes it
+    with pytest.raises(BlockingIOError), locks.held(path, shared=True, wait=False):
+        pass
+    child.communicate(timeout=30)
+    with locks.held(path, shared=True, wait=False, flags=os.O_RDONLY):
+        assert path.read_bytes() == b"x"
+
+
 def test_only_the_locks_module_knows_the_platform() -> None:
     """ccm imports on any platform: fcntl and msvcrt are imported in one place."""
     for path in sorted(CCM.rglob("*.py")):

@@ -48,18 +48,14 @@ def run_lock(store: Store) -> Iterator[None]:
     """One consolidation at a time per root (cron and a person may start one together)."""
     store.cache.mkdir(parents=True, exist_ok=True)
     path = store.cache / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            locks.lock(fd, wait=False)
-        except BlockingIOError as exc:
-            raise CCMError(
-                f"another ccm consolidate is running on {store.root} (it holds {path})",
-                "wait for it to finish",
-            ) from exc
-        yield
-    finally:
-        os.close(fd)
+        with locks.held(path, wait=False):
+            yield
+    except BlockingIOError as exc:
+        raise CCMError(
+            f"another ccm consolidate is running on {store.root} (it holds {path})",
+            "wait for it to finish",
+        ) from exc
 
 
 def state_path(store: Store) -> Path:
