@@ -247,6 +247,7 @@ LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a 
 # characters a token: no line but a freak has more, so a line that is too long to fit
 # by this reckoning is not counted (`focused`)
 CHARS_A_TOKEN = 16
+PIECES_KEPT = 256
 
 
 class _Pieces:
@@ -278,7 +279,9 @@ class _Pieces:
         return held
 
 
-@functools.lru_cache(maxsize=1024)
+# a request recalls a few dozen long turns: this many are kept from one request to the
+# next (each takes about seven times its text, and a tool's output can be tens of KB)
+@functools.lru_cache(maxsize=PIECES_KEPT)
 def _pieces(text: str) -> _Pieces:
     return _Pieces(text)
 
