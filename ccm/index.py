@@ -117,7 +117,7 @@ CREATE TABLE IF NOT EXISTS progress(
     tools INTEGER NOT NULL DEFAULT 0
 );
 """
-VERSION = 15
+VERSION = 16
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -130,12 +130,19 @@ NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, it
 # a recalled turn longer than this shows what of it answers (`focused`); on the development
 # scenarios, shorter excerpts lost more answers than the room they made found
 TURN_TOKENS = 400
+# a turn's tokens as shown are stored exactly up to this many (past it, only that it has
+# more): a context then counts none of the turns it weighs, only the lines it cuts them to
+SHOWN_BOUND = 4096
 AROUND = 2  # ...and so many lines either side of each line that holds a query's word
-# the best hit, though, a tool's output that holds the answer more often than not, may
-# take up to this share of the room left, to be shown whole
-BEST_SHARE = 0.5
+# ...but any hit may take up to this share of the room left, to be shown whole: the best
+# half of it, the next half of the rest, and so on (a tool's output holds the answer more
+# often than not, and in its lines that hold none of the query's words)
+HIT_SHARE = 0.5
 TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
 LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
+# ...or when this many turns in a row could not be shown (too long for the room left,
+# or no line of them holds a query's word): those after them rank lower still
+MISSES = 8
 EXCHANGE_WEIGHT = 0.2  # in an agent's exchange: share of a turn's score from its exchange's
 NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
 SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
@@ -539,10 +546,11 @@ class Index:
         self.close()
 
     # -- updating ------------------------------------------------------------
-    def _count(self, text: str) -> int:
-        """`tokens.count_tokens`, noting in ``meta`` the method the stored counts are
-        made with: a context uses them as exact only when it counts the same way, and
-        counts written under two methods are noted as ``mixed`` (until a rebuild)."""
+    def _count(self, text: str, bound: int | None = None) -> int:
+        """`tokens.count_tokens` (with a `bound`, `tokens.count_within`), noting in
+        ``meta`` the method the stored counts are made with: a context uses them as exact
+        only when it counts the same way, and counts written under two methods are noted
+        as ``mixed`` (until a rebuild)."""
         method = tokens.method_in_use()
         if method != self._counting:
             noted = self.counted_with()
@@ -552,7 +560,9 @@ class Index:
                     (method if noted is None else "mixed",),
                 )
             self._counting = method
-        return tokens.count_tokens(text)
+        if bound is None:
+            return tokens.count_tokens(text)
+        return tokens.count_within(text, bound, cached=False)
 
     def counted_with(self) -> str | None:
         """The token method of every stored count (``bpe`` or ``estimate``), ``mixed``,
@@ -692,12 +702,19 @@ class Index:
             groups = pairs([line.record for line in lines if line.record is not None])
             said: list[tuple[int, int, str]] = []
             names: set[str] = set()
+            units: list[tuple[Any, ...]] = []
             tools = False
             for group in groups:
                 # an exchange in which tools ran is recalled turn by turn (role 'tools')
                 worked = any(t["role"] == "tool" for t in group)
-                written += self._put(
-                    session, "pair", str(group[0]["turn"]), group, role="tools" if worked else ""
+                units.append(
+                    self._unit(
+                        session,
+                        "pair",
+                        str(group[0]["turn"]),
+                        group,
+                        role="tools" if worked else "",
+                    )
                 )
                 tools = tools or worked
                 # single turns rank better (and are what an agent's exchange shows); a
@@ -705,12 +722,25 @@ class Index:
                 for turn in group:
                     text = render_turn(turn, None)
                     name = named_speaker(turn)
-                    written += self._put(
-                        session, "turn", str(turn["turn"]), [turn], text, name, group
+                    units.append(
+                        self._unit(
+                            session, "turn", str(turn["turn"]), [turn], text, name, group, worked
+                        )
                     )
                     said.append((turn["turn"], group[0]["turn"], _indexed(turn, text)))
                     if name:
                         names.add(name)
+            # an unchanged unit is left alone (no churn)
+            upserted = self.db.executemany(
+                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
+                "text, tag, speaker, pair, role) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(session, kind, key) DO UPDATE SET "
+                "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
+                "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
+                "role=excluded.role WHERE units.text != excluded.text OR units.shown IS NOT excluded.shown",
+                units,
+            )
+            written += max(upserted.rowcount, 0)
             self.postings.add(session, said)
             self.db.executemany(
                 "INSERT OR IGNORE INTO speakers(session, name) VALUES (?, ?)",
@@ -736,7 +766,7 @@ class Index:
             written += self._segments(session, manifest)
         return written
 
-    def _put(
+    def _unit(
         self,
         session: str,
         kind: str,
@@ -745,41 +775,36 @@ class Index:
         text: str | None = None,
         speaker: str | None = None,
         exchange: list[dict[str, Any]] | None = None,
+        alone: bool = False,
         role: str | None = None,
-    ) -> int:
-        """Insert or refresh one unit; an unchanged one is left alone (no churn). A single
-        turn records who said it and the first turn of its `exchange`."""
+    ) -> tuple[Any, ...]:
+        """One unit's row in ``units``. A single turn records who said it and the first
+        turn of its `exchange`. What a context shows is counted, once: an exchange, or
+        the turns of one in which tools ran (each shown `alone`; whole when short, so a
+        bound is enough past that); the other counts wait until asked for."""
         text = "\n".join(render_group(group)) if text is None else text
-        # only exchanges are shown; single turns serve ranking and need no token count
-        count, shown = 0, None
-        if kind == "pair":
-            seen = as_shown(kind, group[0]["ts"], text)
+        seen = as_shown(kind, group[0]["ts"], text)
+        count, shown = -1, None  # counted when asked for (`Hit.tokens`)
+        if alone:
+            shown = self._count(seen, SHOWN_BOUND)
+        elif kind == "pair" and role != "tools":
             shown = self._count(seen)
             count = shown + _stamp_tokens(text, seen) if seen != text else shown
-        cursor = self.db.execute(
-            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
-            "text, tag, speaker, pair, role) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT(session, kind, key) DO UPDATE SET "
-            "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
-            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
-            "role=excluded.role WHERE units.text != excluded.text",
-            (
-                session,
-                kind,
-                key,
-                group[0]["turn"],
-                group[-1]["turn"],
-                group[0]["ts"],
-                count,
-                shown,
-                text,
-                _tag_column(kind, session),
-                speaker,
-                (exchange or group)[0]["turn"],
-                group[0]["role"] if kind == "turn" else role,
-            ),
+        return (
+            session,
+            kind,
+            key,
+            group[0]["turn"],
+            group[-1]["turn"],
+            group[0]["ts"],
+            count,
+            shown,
+            text,
+            _tag_column(kind, session),
+            speaker,
+            (exchange or group)[0]["turn"],
+            group[0]["role"] if kind == "turn" else role,
         )
-        return max(cursor.rowcount, 0)
 
     def _segments(self, session: str, manifest: dict[str, Any]) -> int:
         """Keep one unit per segment and note, rewritten only when its text changed.
@@ -1173,12 +1198,13 @@ class Index:
 
     def _turns(self, session: str, turns: list[int]) -> dict[int, tuple[Any, ...]]:
         """The units of `turns`: turn -> (turn, ts, text, first turn of its exchange,
-        role)."""
+        role, its tokens as shown: see `SHOWN_BOUND`)."""
         found: dict[int, tuple[Any, ...]] = {}
         for start in range(0, len(turns), 500):
             chunk = turns[start : start + 500]
             for row in self.db.execute(
-                "SELECT first_turn, ts, text, pair, role FROM units WHERE session=? AND kind='turn' "
+                "SELECT first_turn, ts, text, pair, role, shown FROM units "
+                "WHERE session=? AND kind='turn' "
                 f"AND first_turn IN ({','.join('?' * len(chunk))})",
                 (session, *chunk),
             ):
@@ -1352,7 +1378,7 @@ class Recalled:
         read: dict[int, tuple[Any, ...] | None] = {}
         rows_of: dict[int, tuple[Any, ...]] = {}  # the turns of the exchanges taken apart
         left, size = self._limit, first_read
-        first = True  # the best hit may take more room (`BEST_SHARE`)
+        missed = 0  # turns in a row that could not be shown
         while left > 0 and order:
             most = None if fit is None else fit()
             if most is not None and most < LEAST_ROOM:  # nothing more worth showing fits
@@ -1360,11 +1386,13 @@ class Recalled:
             entry = heapq.heappop(order)
             negative, first, turn = entry[:3]
             if len(entry) == 4:
-                found = self._single(-negative, rows_of.get(turn), most, first)
+                found = self._single(-negative, rows_of.get(turn), most)
                 if found is not None:
-                    first = False
+                    missed = 0
                     left -= 1  # a hit, as an exchange is
                     yield found
+                elif most is not None and (missed := missed + 1) >= MISSES:
+                    return
                 continue
             if first not in read:
                 ahead = [e[1] for e in heapq.nsmallest(size, order) if len(e) == 3]
@@ -1393,26 +1421,28 @@ class Recalled:
                 continue
             if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
                 continue
-            first = False
             yield self._pair(-negative, turn, row), row[6]
 
     def _single(
-        self, value: float, row: tuple[Any, ...] | None, most: int | None, best: bool = False
+        self, value: float, row: tuple[Any, ...] | None, most: int | None
     ) -> tuple[Hit, int] | None:
         """One turn of an exchange in which tools ran (its unit's `row`, see
-        `Index._turns`) as a hit, whole, if it can be shown in `most` tokens (in
-        `TURN_TOKENS` at most; the `best` hit, in `BEST_SHARE` of `most`), else what
-        of it answers the query. Its tokens are counted when a context may show it (with
+        `Index._turns`) as a hit, whole, if it can be shown in `most` tokens (in the
+        larger of `TURN_TOKENS` and `HIT_SHARE` of `most` at most), else what of it
+        answers the query. Its tokens are counted when a context may show it (with
         `most`), else when first asked for (a listing of every hit reads tool outputs of
         kilobytes)."""
         if row is None:
             return None
-        turn, ts, text, pair, role = row
+        turn, ts, text, pair, role, stored = row
         count = -1  # counted when asked for
         if most is not None:
-            cap = min(most, max(TURN_TOKENS, int(most * BEST_SHARE)) if best else TURN_TOKENS)
+            cap = min(most, max(TURN_TOKENS, int(most * HIT_SHARE)))
             seen = as_shown("turn", ts, text)  # as a context shows it, under its day
-            count = tokens.count_within(seen, cap)
+            if stored is not None and min(stored, cap) <= SHOWN_BOUND:
+                count = stored  # exact, or more than the cap
+            else:
+                count = tokens.count_within(seen, cap)
             if count > cap:  # what of it answers the query
                 stamp = _stamp_tokens(text, seen) if seen != text else 0
                 part = focused(text, self._terms, cap + stamp, turn, role == "tool")

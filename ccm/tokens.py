@@ -118,19 +118,21 @@ def _count_cached(method: str, text: str) -> int:
 HEAD_CHARS = 6  # characters a token, at most, in what `count_within` counts first
 
 
-def count_within(text: str, limit: int) -> int:
+def count_within(text: str, limit: int, cached: bool = True) -> int:
     """`count_cached(text)` when that is at most `limit`, else some count above `limit`
     (that of a first part of it: deciding that a tool's output of 30 KB is too long to
     show whole need not count it all). A part cut after a line break counts at most one
-    token more than the same text inside the whole (the break may join what follows)."""
+    token more than the same text inside the whole (the break may join what follows).
+    Not `cached`: counted afresh (a text counted once, as an index counts a turn)."""
+    count = count_cached if cached else count_tokens
     head = limit * HEAD_CHARS
     if head < len(text):
         cut = text.rfind("\n", head // 2, head)
         if cut > 0:
-            counted = count_cached(text[: cut + 1])
+            counted = count(text[: cut + 1])
             if counted > limit + 1:
                 return counted
-    return count_cached(text)
+    return count(text)
 
 
 def count_cached(text: str) -> int:

@@ -241,8 +241,8 @@ def test_recall_reads_nothing_once_no_unit_of_the_session_can_fit(
     query = "What did we decide about the duplicate rows and the import?"
     with Index(Store(root)) as index:
         index.update("ledger-sync")
-        (smallest,) = index.db.execute(  # the shortest unit of the session, as shown
-            "SELECT min(shown) FROM units WHERE session='ledger-sync'"
+        (smallest,) = index.db.execute(  # the shortest unit recalled whole, as shown
+            "SELECT min(shown) FROM units WHERE session='ledger-sync' AND kind != 'turn'"
         ).fetchone()
         reads: list[str] = []
         for name in ("_exchanges", "_summaries"):
@@ -881,6 +881,71 @@ def _deploy(tmp_path: Path) -> Path:
     )
 
 
+def test_what_a_context_shows_is_counted_once_when_indexed_and_the_counts_change_nothing(
+    tmp_path: Path,
+) -> None:
+    """The turns of an exchange in which tools ran are recalled one by one: the index
+    stores their tokens as shown (up to `SHOWN_BOUND`), and a context uses those counts
+    instead of counting the turns again; an exchange without tools is counted whole."""
+    from ccm.index import SHOWN_BOUND, Index, as_shown
+
+    root = _deploy(tmp_path)
+    store = Store(root)
+    asked = ["--budget", "1500", "--query", "why do the web pods crash?"]
+    with Index(store) as index:
+        index.update("deploy")
+        rows = index.db.execute(
+            "SELECT kind, first_turn, ts, text, shown, role FROM units "
+            "WHERE session='deploy' AND kind IN ('pair', 'turn') ORDER BY kind, first_turn"
+        ).fetchall()
+        exchanges = {r[1]: r for r in rows if r[0] == "pair"}
+        assert exchanges[1][5] == "tools" and exchanges[1][4] is None  # shown turn by turn
+        for kind, _, ts, text, shown, _ in rows:
+            if kind == "turn":
+                assert shown == tokens.count_within(as_shown("turn", ts, text), SHOWN_BOUND)
+        before = ccm(root, "context", "deploy", *asked).stdout
+        assert "too many connections" in before
+        index.db.execute("UPDATE units SET shown=NULL WHERE kind='turn'")  # counted again
+        index.db.commit()
+    assert ccm(root, "context", "deploy", *asked).stdout == before
+
+
+def test_recall_stops_reading_after_misses_in_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When turn after turn cannot be shown in the room left (`MISSES` in a row), those
+    ranked after them are not read: a long agent session would otherwise be read to its
+    end for the last few tokens of room."""
+    from ccm import index as index_module
+    from ccm.index import MISSES, Index
+
+    lines: list[tuple[str, str]] = []
+    for n in range(3 * MISSES):
+        lines += [
+            ("user", f"Check the parser on shard {n}."),
+            ("tool", f"$ parse shard-{n}\n" + "\n".join(f"parser row {k} ok" for k in range(40))),
+            ("assistant", f"The parser is fine on shard {n}."),
+        ]
+    root = _agent(tmp_path, lines)
+    tried: list[int] = []
+    single = index_module.Recalled._single
+
+    def counted(self: Any, value: float, row: Any, most: int | None) -> Any:
+        tried.append(most or 0)
+        return single(self, value, row, most)
+
+    monkeypatch.setattr(index_module.Recalled, "_single", counted)
+    with Index(Store(root)) as index:
+        index.update("agent")
+        room = index_module.LEAST_ROOM + 1  # too little for any of the turns
+        assert list(index.recalled("parser rows", "agent").shown(lambda: room)) == []
+        assert len(tried) == MISSES
+        tried.clear()
+        monkeypatch.setattr(index_module, "MISSES", 3 * MISSES)
+        assert list(index.recalled("parser rows", "agent").shown(lambda: room)) == []
+        assert len(tried) > MISSES
+
+
 def test_a_recalled_tool_result_shows_where_it_answers_not_only_its_first_lines(
     tmp_path: Path,
 ) -> None:
@@ -898,11 +963,11 @@ def test_a_recalled_tool_result_shows_where_it_answers_not_only_its_first_lines(
     assert "describe configmap" not in recalled
 
 
-def test_the_best_recalled_tool_result_is_shown_whole_when_it_fits_half_the_room(
+def test_a_recalled_tool_result_is_shown_whole_when_it_fits_half_the_room(
     tmp_path: Path,
 ) -> None:
     """Past `TURN_TOKENS` a recalled turn shows the lines that hold the query's words;
-    the best hit may take half the room, to be shown whole: the line that answers
+    a hit may take half the room left, to be shown whole: the line that answers
     often has none of them ("Subtotal", under a table of items)."""
     from ccm.index import TURN_TOKENS
 
