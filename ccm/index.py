@@ -698,7 +698,6 @@ class Index:
         lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
         written = 0
         if lines:
-            self._tools.pop(session, None)
             groups = pairs([line.record for line in lines if line.record is not None])
             said: list[tuple[int, int, str]] = []
             names: set[str] = set()
@@ -1172,24 +1171,27 @@ class Index:
 
     def _tool_turns(self, session: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The turns of `session` that are a tool's output and their exchanges (both
-        sorted, read once per update of the session), or None when no tool ran."""
-        # what another writer (the daemon, an ingest) indexed since is read again: the
-        # last turn indexed tells (the progress offset stays at the last exchange's
-        # start while an agent adds tool turns to it)
+        sorted), or None when no tool ran. Read once, then only those of the turns
+        indexed since (by this index or another writer: the last turn indexed tells),
+        as a turn keeps its number and its exchange."""
         last = self.postings.last_turn(session)
         kept = self._tools.get(session)
-        if kept is None or kept[0] != last:
-            found: tuple[np.ndarray, np.ndarray] | None = None
-            if self.has_tool_exchanges(session):
-                rows = self.db.execute(
-                    "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
-                    "AND role='tool' ORDER BY first_turn",
-                    (session,),
-                ).fetchall()
-                array = np.array(rows, dtype=np.int64).reshape(-1, 2)
-                found = (array[:, 0].copy(), np.unique(array[:, 1]))
-            kept = self._tools[session] = (last, found)
-        return kept[1]
+        if kept is not None and kept[0] == last:
+            return kept[1]
+        found: tuple[np.ndarray, np.ndarray] | None = None
+        if self.has_tool_exchanges(session):
+            since, known = (kept[0], kept[1]) if kept is not None and kept[0] < last else (0, None)
+            rows = self.db.execute(
+                "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
+                "AND role='tool' AND first_turn > ? ORDER BY first_turn",
+                (session, since),
+            ).fetchall()
+            array = np.array(rows, dtype=np.int64).reshape(-1, 2)
+            found = (array[:, 0].copy(), np.unique(array[:, 1]))
+            if known is not None:
+                found = (np.concatenate([known[0], found[0]]), np.union1d(known[1], found[1]))
+        self._tools[session] = (last, found)
+        return found
 
     def has_tool_exchanges(self, session: str) -> bool:
         """Whether a tool ran in an exchange of `session`."""

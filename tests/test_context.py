@@ -1040,6 +1040,42 @@ def test_an_open_index_sees_tool_turns_another_writer_added_to_the_last_exchange
         assert found is not None and found[0].tolist() == [3] and found[1].tolist() == [1]
 
 
+def test_an_open_index_reads_only_the_tool_turns_indexed_since_and_holds_them_all(
+    tmp_path: Path,
+) -> None:
+    """A proxy's index is updated at every request: the tool turns it ranks with are
+    read once, then only the new ones, and they are the same as a fresh read gives."""
+    from ccm.index import Index
+
+    root = _agent(tmp_path, [("user", "Start the checks."), ("assistant", "On it.")], "steps")
+    store = Store(root)
+    source = tmp_path / "steps.jsonl"
+    with Index(store) as held:
+        held.update("steps")
+        for step in range(4):
+            records = [
+                {"role": "user", "content": f"Run check {step}.", "ts": 1_767_001_000 + 90 * step},
+                {"role": "tool", "content": f"check {step}: ok", "ts": 1_767_001_030 + 90 * step},
+            ]
+            if step % 2:  # a second tool turn in the same exchange, indexed later
+                records.append(
+                    {"role": "tool", "content": "retry: ok", "ts": 1_767_001_060 + 90 * step}
+                )
+            for record in records:
+                record.update({"tool": {"name": "Bash"}} if record["role"] == "tool" else {})
+                source.write_text(source.read_text() + json.dumps(record) + "\n")
+                assert ccm(root, "ingest", str(source)).exit_code == 0
+                held.update("steps")
+                found = held._tool_turns("steps")
+                with Index(store) as fresh:
+                    expected = fresh._tool_turns("steps")
+                assert (found is None) == (expected is None)
+                if found is not None and expected is not None:
+                    assert found[0].tolist() == expected[0].tolist()
+                    assert found[1].tolist() == expected[1].tolist()
+        assert found is not None and len(found[0]) == 6 and len(found[1]) == 4
+
+
 def test_an_identifier_in_the_question_is_matched_whole(tmp_path: Path) -> None:
     from ccm.index import Index
 
