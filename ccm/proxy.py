@@ -207,6 +207,18 @@ class Reassembly:
             block.setdefault("citations", []).append(delta.get("citation"))
 
 
+def _added_usage(total: dict[str, Any], usage: Any) -> dict[str, Any]:
+    """`total` with a round's `usage` added: its counts summed, anything else (the
+    service tier) as the round says."""
+    added = dict(total)
+    for name, value in (usage if isinstance(usage, dict) else {}).items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            added[name] = int(added.get(name) or 0) + value
+        elif name not in added:
+            added[name] = value
+    return added
+
+
 def _is_memory_call(block: Any) -> bool:
     return (
         isinstance(block, dict)
@@ -246,6 +258,7 @@ class Splice:
         self.index: dict[int, int] = {}
         self.next_index = 0
         self.held = False  # this round ends in memory calls: its end is not forwarded
+        self.spent: dict[str, Any] = {}  # the usage of the rounds before this one
 
     def next_round(self) -> None:
         self.round += 1
@@ -274,13 +287,19 @@ class Splice:
             return frame if mapped == index else Frame.of(kind, {**data, "index": mapped})
         if kind == "message_delta":
             content = view.message["content"] if view.message else []
+            usage = (view.message or {}).get("usage")
             if _memory_calls(content, (data.get("delta") or {}).get("stop_reason")):
                 if continuing:
                     self.held = True
+                    self.spent = _added_usage(self.spent, usage)
                     return None
                 delta = {**(data.get("delta") or {}), "stop_reason": "end_turn"}
-                return Frame.of(kind, {**data, "delta": delta})
-            return frame
+                data = {**data, "delta": delta}
+            elif not self.round:
+                return frame
+            if self.round:  # the totals of every round (a delta's usage is a total)
+                data = {**data, "usage": _added_usage(self.spent, usage)}
+            return Frame.of(kind, data)
         if kind == "message_stop":
             return None if self.held else frame
         return frame
@@ -438,7 +457,7 @@ class Proxy:
                 await self._replied(call, message)
             return _passed(response, response.content)
         first, shown = message, _shown(message.get("content") or [])
-        usage = dict(message.get("usage") or {})
+        usage = _added_usage({}, message.get("usage"))
         for number in range(1, self.settings.max_memory_calls + 1):
             calls = _memory_calls(message.get("content") or [], message.get("stop_reason"))
             if not calls:
@@ -459,9 +478,7 @@ class Proxy:
                 await self._failed(call, 200, response.content)
                 return _passed(response, response.content)
             shown += _shown(message.get("content") or [])
-            for name, value in (message.get("usage") or {}).items():
-                if isinstance(value, int):
-                    usage[name] = int(usage.get(name) or 0) + value
+            usage = _added_usage(usage, message.get("usage"))
         final = {**message, "id": first.get("id"), "content": shown, "usage": usage}
         if _memory_calls(message.get("content") or [], message.get("stop_reason")):
             final["stop_reason"] = "end_turn"  # the rounds ran out: what it said stands

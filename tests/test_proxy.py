@@ -683,6 +683,9 @@ def test_the_proxy_answers_the_memory_tools_itself(
     assert reply.content[-1].text == "The billing service is deployed with Helm."
     assert reply.stop_reason == "end_turn"
     first, second = fake.messages()[-2:]
+    # what both rounds cost, as the fake counts it (a quarter token a character)
+    assert reply.usage.input_tokens == sum(len(json.dumps(b)) // 4 for b in (first, second))
+    assert reply.usage.output_tokens > len("The billing service is deployed with Helm.") // 4 + 1
     assert first["messages"][-1]["content"] == "What did we say about Helm?"
     result = second["messages"][-1]["content"][0]
     assert result["type"] == "tool_result"
