@@ -29,13 +29,14 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ccm import dates, lexical, locks, tokens
 from ccm.engine.text import named_speaker, printable, sentences
-from ccm.store import Cursor, Store, probe, resumable
+from ccm.store import Cursor, Store, probe, resumable, scan_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -621,7 +622,7 @@ class Index:
             self.drop(session)
             return 0
         with self._writing():
-            written = self._update(session, st, manifest)
+            written = self._update(session, raw, st, manifest)
         if self.semantic:
             self.embed(session)
         return written
@@ -689,13 +690,16 @@ class Index:
         best = np.argpartition(-sims, k - 1)[:k]
         return {int(turns[i]): max(0.0, float(sims[i])) for i in best}
 
-    def _update(self, session: str, st: os.stat_result, manifest: dict[str, Any] | None) -> int:
+    def _update(
+        self, session: str, raw: Path, st: os.stat_result, manifest: dict[str, Any] | None
+    ) -> int:
         inode, cursor = self._progress(session)
-        raw = self.store.raw_path(session)
-        if not resumable(raw, st, inode, cursor.offset, self._probe(session)):
+        # the probe is read only for a new inode (a copied or restored log)
+        saved = self._probe(session) if inode != st.st_ino else None
+        if not resumable(raw, st, inode, cursor.offset, saved):
             self._forget(session)
             cursor = Cursor()
-        lines = [line for line in self.store.scan_turns(session, cursor) if line.record is not None]
+        lines = [line for line in scan_jsonl(raw, cursor, "raw_entry") if line.record is not None]
         written = 0
         if lines:
             groups = pairs([line.record for line in lines if line.record is not None])
@@ -736,7 +740,8 @@ class Index:
                 "ON CONFLICT(session, kind, key) DO UPDATE SET "
                 "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
                 "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
-                "role=excluded.role WHERE units.text != excluded.text OR units.shown IS NOT excluded.shown",
+                "role=excluded.role "
+                "WHERE units.text != excluded.text OR units.shown IS NOT excluded.shown",
                 units,
             )
             written += max(upserted.rowcount, 0)
@@ -782,11 +787,11 @@ class Index:
         the turns of one in which tools ran (each shown `alone`; whole when short, so a
         bound is enough past that); the other counts wait until asked for."""
         text = "\n".join(render_group(group)) if text is None else text
-        seen = as_shown(kind, group[0]["ts"], text)
         count, shown = -1, None  # counted when asked for (`Hit.tokens`)
         if alone:
-            shown = self._count(seen, SHOWN_BOUND)
+            shown = self._count(as_shown(kind, group[0]["ts"], text), SHOWN_BOUND)
         elif kind == "pair" and role != "tools":
+            seen = as_shown(kind, group[0]["ts"], text)
             shown = self._count(seen)
             count = shown + _stamp_tokens(text, seen) if seen != text else shown
         return (
