@@ -16,7 +16,7 @@ from ccm.ingest.model import Parsed, ParseOptions
 from ccm.store import check_session_id
 from tests.helpers import chatgpt_conversation as conversation
 from tests.helpers import chatgpt_message as message
-from tests.helpers import zipped
+from tests.helpers import json_values, zipped
 
 EXAMPLE = Path(__file__).parent / "fixtures" / "chatgpt" / "example-conversation.json"
 OPTIONS = ParseOptions()
@@ -122,6 +122,20 @@ def test_zip_with_a_plain_conversations_json_in_a_folder() -> None:
 def test_zip_without_conversations_names_the_file() -> None:
     with pytest.raises(FormatError, match=r"export\.zip: .*conversations\.json"):
         parse(make_zip({"chat.html": "<html/>"}), "export.zip", OPTIONS)
+
+
+def test_zip_without_conversations_json_keeps_the_json_files_that_hold_conversations() -> None:
+    """A ZIP whose conversations are in a file of another name: each .json is read
+    once, and one that does not parse or holds something else is passed over, even
+    when its text mentions a mapping and a title."""
+    data = make_zip(
+        {
+            "chats.json": [conversation(message("user", ["kept"]))],
+            "settings.json": '{"title": "x", "mapping": {"a": 1}',  # cut off
+            "layout.json": {"title": "x", "mapping": [1]},  # not a conversation
+        }
+    )
+    assert contents(parse(data, "export.zip", OPTIONS)) == [("user", "kept")]
 
 
 def test_zip_member_with_bad_json_names_the_member() -> None:
@@ -435,15 +449,7 @@ def test_empty_mapping_gives_an_empty_session() -> None:
 # ---------------------------------------------------------------------------
 # never raises anything but FormatError
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
-    max_leaves=30,
-)
+JSON_VALUES = json_values()
 NODE_IDS = st.sampled_from(["a", "b", "c", "client-created-root"])
 NODES = st.fixed_dictionaries(
     {},

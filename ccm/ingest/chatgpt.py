@@ -41,7 +41,8 @@ HASH_CHARS = 8
 SNIFF_BYTES = 1 << 20  # how much of a file `looks_like_export` reads
 # a conversation object's keys, as the export writes them before its "mapping"
 _SNIFF_MAPPING = re.compile(rb'"mapping"\s*:\s*\{')
-_SNIFF_CONVERSATION = re.compile(rb'"(title|create_time|current_node|conversation_id)"\s*:')
+CONVERSATION_KEYS = ("title", "create_time", "current_node", "conversation_id")
+_SNIFF_CONVERSATION = re.compile(rb'"(' + "|".join(CONVERSATION_KEYS).encode() + rb')"\s*:')
 
 # What a message's content becomes: (text, "") or (None, reason it is skipped).
 Converted = tuple[str | None, str]
@@ -69,7 +70,8 @@ def is_export(head: bytes) -> bool:
     """Whether `head`, the start of a JSON file (or all of it), looks like a ChatGPT
     export: an array or an object whose text has a "mapping" object and one of a
     conversation's keys (a title, a time, a current node). The importer reads it
-    whole later; this only tells an export from the other .json files of a folder."""
+    whole later; this only tells an export from the other .json files of a folder
+    (a ZIP's are parsed: see `_zip_members`)."""
     text = without_bom(head).lstrip()
     return (
         text[:1] in (b"[", b"{")
@@ -94,11 +96,22 @@ def looks_like_export(path: Path) -> bool:
 
 def _conversations(data: bytes, name: str) -> Iterator[Any]:
     if data.startswith(ZIP_MAGIC):
-        for member, payload in _zip_members(data, name):
-            where = f"{name}:{member}"
-            yield from _as_list(load_document(payload, where, HINT), where)
+        for member, document in _zip_members(data, name):
+            yield from _as_list(document, f"{name}:{member}")
     else:
         yield from _as_list(load_document(data, name, HINT), name)
+
+
+def _holds_conversations(document: Any) -> bool:
+    """Whether a parsed JSON document is an export: its first conversation (or the
+    object itself) has a "mapping" of nodes and a title, a time or a current node."""
+    items = document if isinstance(document, list) else [document]
+    first = next((item for item in items if isinstance(item, dict)), None)
+    return (
+        first is not None
+        and isinstance(first.get("mapping"), dict)
+        and any(key in first for key in CONVERSATION_KEYS)
+    )
 
 
 def _as_list(document: Any, where: str) -> list[Any]:
@@ -111,9 +124,10 @@ def _as_list(document: Any, where: str) -> list[Any]:
     )
 
 
-def _zip_members(data: bytes, name: str) -> list[tuple[str, bytes]]:
-    """The conversation files of an export ZIP; large exports split them in -NNN parts.
-    Without a file of those names, any .json file that holds conversations."""
+def _zip_members(data: bytes, name: str) -> list[tuple[str, Any]]:
+    """The conversation files of an export ZIP, parsed; large exports split them in
+    -NNN parts. Without a file of those names, any .json file that holds
+    conversations (one that does not parse, or holds something else, is passed over)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             files = [info for info in archive.infolist() if not info.is_dir()]
@@ -122,13 +136,22 @@ def _zip_members(data: bytes, name: str) -> list[tuple[str, bytes]]:
                 for info in files
                 if CONVERSATIONS_FILE.fullmatch(posixpath.basename(info.filename))
             )
-            found = [(member, archive.read(member)) for member in members]
+            found = [
+                (member, load_document(archive.read(member), f"{name}:{member}", HINT))
+                for member in members
+            ]
             if not found:
                 others = sorted(i.filename for i in files if i.filename.endswith(".json"))
                 for member in others:
                     payload = archive.read(member)
-                    if is_export(payload):  # kept only when it is one
-                        found.append((member, payload))
+                    if not is_export(payload):
+                        continue
+                    try:
+                        document = load_document(payload, f"{name}:{member}", HINT)
+                    except FormatError:
+                        continue
+                    if _holds_conversations(document):  # kept only when it is one
+                        found.append((member, document))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
         raise FormatError(f"{name}: unreadable ZIP file: {exc}", HINT) from exc
     except (RuntimeError, NotImplementedError, ValueError) as exc:  # encrypted, odd codec
