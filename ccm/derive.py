@@ -402,7 +402,7 @@ def _read_turns(
                 continue
             last = line.record["turn"]
             turns.append(line.record)
-    return turns, bad, _repeats(store.raw_path(session), repeated), cursor
+    return turns, bad, _repeats(store.raw_path(session), repeated) if repeated else [], cursor
 
 
 def _repeats(path: Path, lines: list[tuple[Line, int]]) -> list[BadLine]:

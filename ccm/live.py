@@ -177,11 +177,10 @@ def record_error(store: Store, session: str, status: int, body: bytes) -> dict[s
     return event
 
 
-def run_commands(store: Store, session: str, text: str, who: str) -> list[memory.Outcome]:
-    """The ``@commands`` in `text`, run as ``ccm apply`` runs them."""
-    if "@" not in text or not parser.parse(text):
-        return []
-    return memory.apply(store, session, text, who)
+def run_commands(store: Store, session: str, text: str, who: str) -> None:
+    """The ``@commands`` in `text`, run as ``ccm apply`` runs them (each an event)."""
+    if "@" in text and parser.parse(text):
+        memory.apply(store, session, text, who)
 
 
 # ---------------------------------------------------------------------------

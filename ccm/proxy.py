@@ -57,7 +57,8 @@ log = logging.getLogger("ccm.proxy")
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 KEPT_ENGINES = 32  # sessions whose engines the proxy keeps in memory
-WRITE_LATER = 2.0  # seconds: a session's manifest and engine cache wait this long after a request
+WRITE_LATER = 2.0  # seconds: a session's manifest and engine cache are written this long after
+# the first request that left them (a steady stream of requests writes them this often)
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 # not forwarded either way: they describe one connection, not the message
 HOP_BY_HOP = frozenset(
@@ -711,8 +712,8 @@ async def _run(func: Callable[..., T], *args: Any) -> T:
 
 def configure(store: Store) -> None:
     """The process as a proxy runs it: tokens counted as `store` says, and, as a server
-    lives long, engines kept in memory, what grows with a session written once a burst
-    of requests pauses."""
+    lives long, engines kept in memory, what grows with a session written at most every
+    `WRITE_LATER` seconds (`derive.Keeper`), not at every request."""
     tokens.set_method(store.config.tokens_method)
     derive.keeper = derive.Keeper(KEPT_ENGINES, later=WRITE_LATER)
 

@@ -48,14 +48,15 @@ def run_lock(store: Store) -> Iterator[None]:
     """One consolidation at a time per root (cron and a person may start one together)."""
     store.cache.mkdir(parents=True, exist_ok=True)
     path = store.cache / LOCK_NAME
-    try:
-        with locks.held(path, wait=False):
-            yield
-    except BlockingIOError as exc:
-        raise CCMError(
-            f"another ccm consolidate is running on {store.root} (it holds {path})",
-            "wait for it to finish",
-        ) from exc
+    with contextlib.ExitStack() as stack:
+        try:  # only the lock's refusal: what the run raises is its own
+            stack.enter_context(locks.held(path, wait=False))
+        except BlockingIOError as exc:
+            raise CCMError(
+                f"another ccm consolidate is running on {store.root} (it holds {path})",
+                "wait for it to finish",
+            ) from exc
+        yield
 
 
 def state_path(store: Store) -> Path:
