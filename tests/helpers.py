@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from hypothesis import strategies as st
 
 from ccm.cli import main
 from ccm.store import Store
@@ -100,3 +101,16 @@ def zipped(members: dict[str, str | bytes]) -> bytes:
         for name, data in members.items():
             archive.writestr(name, data)
     return buffer.getvalue()
+
+
+def json_values(infinity: bool = False) -> st.SearchStrategy[Any]:
+    """Any JSON value (no NaN; an infinite float only with `infinity`), nested."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=infinity)
+        | st.text(),
+        lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+        max_leaves=30,
+    )

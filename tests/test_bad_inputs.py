@@ -319,26 +319,19 @@ CASES = [
         ),
         id="invalid-utf8-in-the-middle",
     ),
-    pytest.param(
-        Case(
-            "wide.jsonl",
-            '{"role": "user", "content": "hi"}\n'.encode("utf-16"),
-            1,
-            "wide.jsonl: UTF-16 text, not UTF-8 (save the file as UTF-8",
-            "wide",
-        ),
-        id="utf16-file",
-    ),
-    pytest.param(
-        Case(
-            "wide.jsonl",
-            '{"role": "user", "content": "hi"}\n'.encode("utf-16"),
-            1,
-            "wide.jsonl: UTF-16 text, not UTF-8 (save the file as UTF-8",
-            "wide",
-            args=["--format", "jsonl"],
-        ),
-        id="utf16-file-with-its-format-named",
+    *(
+        pytest.param(
+            Case(
+                "wide.jsonl",
+                '{"role": "user", "content": "hi"}\n'.encode("utf-16"),
+                1,
+                "wide.jsonl: UTF-16 text, not UTF-8 (save the file as UTF-8",
+                "wide",
+                args=args,
+            ),
+            id=f"utf16-file{named}",
+        )
+        for args, named in [([], ""), (["--format", "jsonl"], "-with-its-format-named")]
     ),
     pytest.param(
         Case(

@@ -882,12 +882,20 @@ def _deploy(tmp_path: Path) -> Path:
 
 
 def test_what_a_context_shows_is_counted_once_when_indexed_and_the_counts_change_nothing(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The turns of an exchange in which tools ran are recalled one by one: the index
     stores their tokens as shown (up to `SHOWN_BOUND`), and a context uses those counts
-    instead of counting the turns again; an exchange without tools is counted whole."""
+    instead of counting the turns again (the exchange itself is not counted whole)."""
+    from ccm import index as index_module
     from ccm.index import SHOWN_BOUND, Index, as_shown
+
+    counted: list[str] = []
+    count_within = tokens.count_within
+
+    def counting(text: str, limit: int, cached: bool = True) -> int:
+        counted.append(text)
+        return count_within(text, limit, cached)
 
     root = _deploy(tmp_path)
     store = Store(root)
@@ -905,8 +913,15 @@ def test_what_a_context_shows_is_counted_once_when_indexed_and_the_counts_change
                 assert shown == tokens.count_within(as_shown("turn", ts, text), SHOWN_BOUND)
         before = ccm(root, "context", "deploy", *asked).stdout
         assert "too many connections" in before
+        monkeypatch.setattr(index_module.tokens, "count_within", counting)
+        query = "why do the web pods crash?"
+        assert list(index.recalled(query, "deploy").shown(lambda: 10**5))
+        assert counted == []  # every turn it weighed was counted when indexed
         index.db.execute("UPDATE units SET shown=NULL WHERE kind='turn'")  # counted again
         index.db.commit()
+        assert list(index.recalled(query, "deploy").shown(lambda: 10**5))
+        assert counted
+        monkeypatch.undo()
     assert ccm(root, "context", "deploy", *asked).stdout == before
 
 
@@ -1052,6 +1067,8 @@ def test_an_open_index_reads_only_the_tool_turns_indexed_since_and_holds_them_al
     source = tmp_path / "steps.jsonl"
     with Index(store) as held:
         held.update("steps")
+        asked: list[str] = []  # the reads of tool turns, their values bound
+        held.db.set_trace_callback(lambda sql: asked.append(sql) if "role='tool'" in sql else None)
         for step in range(4):
             records = [
                 {"role": "user", "content": f"Run check {step}.", "ts": 1_767_001_000 + 90 * step},
@@ -1074,6 +1091,10 @@ def test_an_open_index_reads_only_the_tool_turns_indexed_since_and_holds_them_al
                     assert found[0].tolist() == expected[0].tolist()
                     assert found[1].tolist() == expected[1].tolist()
         assert found is not None and len(found[0]) == 6 and len(found[1]) == 4
+        # each read asks for the turns after those it held: none is read twice
+        since = [int(sql.rsplit("first_turn >", 1)[1].split()[0]) for sql in asked]
+        assert since == sorted(since) and len(set(since)) == len(since) and since[1:]
+        assert all(after > 0 for after in since[1:])
 
 
 def test_an_identifier_in_the_question_is_matched_whole(tmp_path: Path) -> None:

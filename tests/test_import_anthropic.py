@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ccm.errors import FormatError
 from ccm.ingest.anthropic import parse
 from ccm.ingest.model import Parsed, ParseOptions
+from tests.helpers import json_values
 
 OPTIONS = ParseOptions()
 THINKING = ParseOptions(include_thinking=True)
@@ -289,15 +290,7 @@ def test_unreadable_input_raises_format_error_naming_the_file(
 # ---------------------------------------------------------------------------
 # never raises anything but FormatError
 
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
-    max_leaves=30,
-)
+JSON_VALUES = json_values()
 BLOCK_TYPES = ["text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking", "x"]
 BLOCKS = st.fixed_dictionaries(
     {"type": st.sampled_from(BLOCK_TYPES)},

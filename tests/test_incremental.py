@@ -489,7 +489,7 @@ def test_a_keeper_writes_the_manifest_and_cache_a_moment_later(tmp_path: Path) -
     it writes is what a rebuild writes."""
     store = Store(tmp_path / "root")
     ingest(store, [str(_chat(tmp_path, "chat", 10))], derive=False)
-    keeper = derive.Keeper(4, later=0.3)
+    keeper = derive.Keeper(4, later=1.0)  # long enough for the checks that it waits
     keeper(store, "chat")  # the first update renders from scratch: written at once
     manifest = store.session_dir("chat") / "manifest.yaml"
     assert "turns: 10\n" in manifest.read_text()
