@@ -36,6 +36,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -126,7 +127,26 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def is_inside(root: Path, path: Path) -> bool:
-    """Whether `path`, every symlink followed, is `root` or under it (also followed)."""
+    """Whether `path`, every symlink followed, is `root` or under it (also followed).
+
+    A path written under `root` whose every part below it is no link (or is not there)
+    is inside whatever `root` leads to: that takes a few `lstat`s, where resolving the
+    whole path takes one for each of its parts, and the store asks at every read."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = ("..",)
+    if ".." not in parts:
+        here = root
+        for part in parts:
+            here = here / part
+            try:
+                if stat.S_ISLNK(os.lstat(here).st_mode):
+                    break
+            except FileNotFoundError:
+                return True  # nothing below is there, so nothing below is a link
+        else:
+            return True
     home = os.path.realpath(root)
     real = os.path.realpath(path)
     return real == home or real.startswith(home.rstrip(os.sep) + os.sep)
@@ -592,12 +612,106 @@ class SessionStats:
         }
 
 
+TAIL_KEPT = 256  # turns kept of each raw log read from its end (`Store.tail_turns`)
+TAIL_CHECK = 256  # bytes of the last line read compared before a log is read on from it
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The last turns of a raw log as read, with where they end: `end`, the offset
+    after its last complete line, and the bytes before it (`check`), to tell a log that
+    only grew since from one written again."""
+
+    identity: tuple[int, int]  # the file's device and inode
+    stamp: tuple[int, int]  # its size and modification time when read
+    end: int
+    check: bytes
+    turns: list[dict[str, Any]]
+    whole: bool  # `turns` are all the valid turns before `end`
+
+    @classmethod
+    def read(cls, path: Path, count: int) -> _Tail:
+        """The last `count` valid turns of `path`, read backwards from its end."""
+        found: list[dict[str, Any]] = []
+        with open(path, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            position = status.st_size
+            block = 64 * 1024
+            carry = b""
+            end: int | None = None
+            while position > 0 and len(found) < count:
+                step = min(block, position)
+                position -= step
+                handle.seek(position)
+                chunk = handle.read(step) + carry
+                if end is None:  # text after the last newline is incomplete
+                    cut = chunk.rfind(b"\n")
+                    if cut < 0:  # no line ends here: read further back, if there is more
+                        carry, block = chunk, min(block * 2, 8 * 1024 * 1024)
+                        continue
+                    end, chunk = position + cut + 1, chunk[:cut]
+                parts = chunk.split(b"\n")
+                carry = parts[0] if position > 0 else b""
+                for raw in reversed(parts[1:] if position > 0 else parts):
+                    if not raw.strip():
+                        continue
+                    parsed = parse_line(raw, str(path), 0, 0, "raw_entry")
+                    if isinstance(parsed, dict):
+                        found.append(parsed)
+                        if len(found) == count:
+                            break
+                block = min(block * 2, 8 * 1024 * 1024)
+            end = end or 0
+            handle.seek(max(0, end - TAIL_CHECK))
+            check = handle.read(end - max(0, end - TAIL_CHECK))
+        found.reverse()
+        return cls(*_file_stamp(status), end, check, found, len(found) < count)
+
+    def grown(self, path: Path, status: os.stat_result, count: int) -> _Tail | None:
+        """This tail brought up to date with `path` (whose `status` was just read), read
+        on from `end`; None when the file is another one, was written again (its last
+        line read is not where it was), or `count` turns are more than kept."""
+        identity, stamp = _file_stamp(status)
+        if identity != self.identity or stamp[0] < self.end:
+            return None
+        if count > len(self.turns) and not self.whole:
+            return None
+        if stamp == self.stamp:
+            return self
+        start = self.end - len(self.check)
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(stamp[0] - start)
+        if data[: len(self.check)] != self.check:
+            return None
+        data = data[len(self.check) :]
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            return _Tail(identity, stamp, self.end, self.check, self.turns, self.whole)
+        added = []
+        for raw in data[: cut + 1].split(b"\n")[:-1]:
+            if raw.strip():
+                parsed = parse_line(raw, str(path), 0, 0, "raw_entry")
+                if isinstance(parsed, dict):
+                    added.append(parsed)
+        turns = self.turns + added
+        end = self.end + cut + 1
+        check = (self.check + data[: cut + 1])[-TAIL_CHECK:]
+        whole = self.whole and len(turns) <= TAIL_KEPT
+        return _Tail(identity, stamp, end, check, turns[-TAIL_KEPT:], whole)
+
+
+def _file_stamp(status: os.stat_result) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (status.st_dev, status.st_ino), (status.st_size, status.st_mtime_ns)
+
+
 class Store:
     """A knowledge root on disk."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = resolve_root(root)
         self._config: Config | None = None
+        self._tails: dict[Path, _Tail] = {}  # the last turns read of each raw log
 
     # -- layout ----------------------------------------------------------
     @property
@@ -716,37 +830,22 @@ class Store:
         """The last `count` valid turns, read backwards from the end (cheap on big logs).
 
         A partial last line (a writer mid-append) is not a turn yet and is skipped.
+        What was read is kept (`TAIL_KEPT` turns at most): a log that only grew since is
+        read from where it ended then, once its last line read is found the same.
         """
         path = self.raw_path(session_id)
-        if count <= 0 or not path.exists():
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
             return []
-        found: list[dict[str, Any]] = []
-        with open(path, "rb") as handle:
-            end = handle.seek(0, os.SEEK_END)
-            position = end
-            block = 64 * 1024
-            carry = b""
-            first_chunk = True
-            while position > 0 and len(found) < count:
-                step = min(block, position)
-                position -= step
-                handle.seek(position)
-                chunk = handle.read(step) + carry
-                parts = chunk.split(b"\n")
-                if first_chunk:
-                    parts = parts[:-1]  # text after the last newline is incomplete
-                    first_chunk = False
-                carry = parts[0] if position > 0 else b""
-                for raw in reversed(parts[1:] if position > 0 else parts):
-                    if not raw.strip():
-                        continue
-                    parsed = parse_line(raw, str(path), 0, 0, "raw_entry")
-                    if isinstance(parsed, dict):
-                        found.append(parsed)
-                        if len(found) == count:
-                            break
-                block = min(block * 2, 8 * 1024 * 1024)
-        return list(reversed(found))
+        if count <= 0:
+            return []
+        kept = self._tails.get(path)
+        tail = kept.grown(path, status, count) if kept is not None else None
+        if tail is None:
+            tail = _Tail.read(path, max(count, TAIL_KEPT))
+        self._tails[path] = tail
+        return tail.turns[-count:]
 
     # -- events ------------------------------------------------------------
     def append_events(

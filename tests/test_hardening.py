@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccm import derive
+from ccm import store as store_module
 from ccm.errors import OutsideRoot
 from ccm.index import Index
 from ccm.ingest.model import ParseOptions
@@ -127,6 +128,52 @@ def test_links_that_stay_inside_the_root_are_fine(tmp_path: Path) -> None:
     assert Store(link).sessions() == ["a", "b"]
     shown = ccm(link, "show", "b")
     assert shown.exit_code == 0, shown.output
+
+
+@pytest.mark.parametrize("root_linked", [False, True])
+def test_what_is_inside_is_what_resolving_every_link_says(
+    tmp_path: Path, root_linked: bool
+) -> None:
+    real = tmp_path / "real"
+    outside = tmp_path / "outside"
+    for folder in (real / "chats" / "a", outside / "x"):
+        folder.mkdir(parents=True)
+    (real / "chats" / "a" / "raw.jsonl").write_text("")
+    (real / "chats" / "in").symlink_to(real / "chats" / "a", target_is_directory=True)
+    (real / "chats" / "out").symlink_to(outside, target_is_directory=True)
+    (real / "chats" / "a" / "far.jsonl").symlink_to(outside / "x")
+    (real / "chats" / "a" / "near.jsonl").symlink_to(real / "chats" / "a" / "raw.jsonl")
+    (real / "chats" / "dangling").symlink_to(outside / "none")
+    (real / "up").symlink_to(tmp_path, target_is_directory=True)
+    root = real
+    if root_linked:
+        root = tmp_path / "link"
+        root.symlink_to(real, target_is_directory=True)
+    paths = [
+        Path("chats/a/raw.jsonl"),
+        Path("chats/a/new.jsonl"),
+        Path("chats/none/raw.jsonl"),
+        Path("chats/in/raw.jsonl"),
+        Path("chats/out/raw.jsonl"),
+        Path("chats/out"),
+        Path("chats/a/far.jsonl"),
+        Path("chats/a/near.jsonl"),
+        Path("chats/dangling"),
+        Path("chats/dangling/raw.jsonl"),
+        Path("up/real/chats"),
+        Path("up/outside"),
+        Path("chats/../../outside"),
+        Path("chats/a/../../chats"),
+        Path("."),
+    ]
+    home = os.path.realpath(root)
+    for relative in paths:
+        path = root / relative
+        real_path = os.path.realpath(path)
+        expected = real_path == home or real_path.startswith(home + os.sep)
+        assert store_module.is_inside(root, path) is expected, relative
+    assert store_module.is_inside(root, tmp_path / "outside" / "x") is False
+    assert store_module.is_inside(root, Path(home) / "chats") is True
 
 
 def test_an_export_through_a_link_into_the_root_is_refused(root: Path, tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ccm import config, schemas, store
 from ccm.errors import ConfigError, InvalidSessionId, SchemaError, UnknownSession
@@ -412,3 +414,90 @@ def test_a_damaged_stats_cache_is_recounted_not_fatal(ccm_home: Path) -> None:
     damaged["stats"] = {"session": "chat", "bogus": 1}
     cache.write_text(json.dumps(damaged))
     assert s.session_stats("chat") == good
+
+
+# -- the tail of a raw log -------------------------------------------------
+
+
+def _expected_tail(path: Path, count: int) -> list[dict[str, object]]:
+    """The last `count` valid turns of the complete lines of `path`, read the plain way."""
+    data = path.read_bytes()
+    complete = data[: data.rfind(b"\n") + 1]
+    turns = []
+    for raw in complete.split(b"\n"):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and not schemas.problem("raw_entry", record):
+            turns.append(record)
+    return turns[-count:] if count > 0 else []
+
+
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 40), st.integers(0, 300)),
+        st.tuples(st.just("partial"), st.integers(1, 3), st.integers(0, 300)),
+        st.tuples(st.just("bad"), st.integers(1, 3), st.integers(0, 300)),
+        st.tuples(st.just("rewrite"), st.integers(0, 30), st.integers(0, 300)),
+        st.tuples(st.just("replace"), st.integers(0, 30), st.integers(0, 300)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_STEPS, counts=st.lists(st.integers(1, 300), min_size=12, max_size=12))
+def test_the_tail_kept_between_reads_is_the_tail_read_afresh(
+    ccm_home: Path, steps: list[tuple[str, int, int]], counts: list[int]
+) -> None:
+    kept = Store(ccm_home)
+    kept.init()
+    folder = ccm_home / "chats" / "tailed"
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = folder / "raw.jsonl"
+    raw.write_bytes(b"")
+    number = 0
+
+    def lines(count: int, size: int) -> bytes:
+        nonlocal number
+        out = b""
+        for _ in range(count):
+            number += 1
+            out += json.dumps(entry(number, "w" * (size + number % 7))).encode() + b"\n"
+        return out
+
+    for (kind, count, size), asked in zip(steps, counts, strict=False):
+        if kind == "append":
+            with open(raw, "ab") as handle:
+                handle.write(lines(count, size))
+        elif kind == "partial":  # a writer mid-append: the rest of its line comes later
+            line = lines(1, size)
+            with open(raw, "ab") as handle:
+                handle.write(line[: len(line) // 2])
+            assert kept.tail_turns("tailed", asked) == _expected_tail(raw, asked)
+            with open(raw, "ab") as handle:
+                handle.write(line[len(line) // 2 :] + lines(count - 1, size))
+        elif kind == "bad":
+            with open(raw, "ab") as handle:
+                handle.write(b"{not json\n" * count + b'{"turn": "x"}\n')
+        elif kind == "rewrite":  # the same file written again with another log
+            # (of another size: one written again to its very size within the tick of
+            # the file clock is not told apart, and ccm never writes a log again)
+            number = 1000 * (number // 1000 + 1)
+            data = lines(count, size)
+            if len(data) == raw.stat().st_size:
+                data += lines(1, size)
+            with open(raw, "r+b") as handle:
+                handle.write(data)
+                handle.truncate()
+        else:  # another file in its place
+            number = 0
+            fresh = folder / "raw.jsonl.new"
+            fresh.write_bytes(lines(count, size))
+            os.replace(fresh, raw)
+        assert kept.tail_turns("tailed", asked) == _expected_tail(raw, asked), kind
+        assert Store(ccm_home).tail_turns("tailed", asked) == _expected_tail(raw, asked)
