@@ -31,7 +31,11 @@ Two histories are measured: ``full``, every message of the conversation in every
 request; and ``window`` (``--window`` messages, 0 to skip), the latest messages only,
 from a user prompt on, as a client whose context window holds only those sends.
 Requests alternate streamed and whole, and the three modes take turns, so that at each
-step they send histories of the same length. Before the timed requests, each mode gets
+step they send histories of the same length. Once a manage request is answered, the
+proxy takes the exchange into the session's memory (folds and indexes it, for the next
+request to start from); each request waits until that is done, as a client's time to
+read and think lets it be (a request sent sooner waits for it), and that time is
+reported apart: "the reply taken in". Before the timed requests, each mode gets
 `WARMUP` untimed ones. The added latency is the proxy's time minus the direct call's at
 the same step, p50 and p95 of those differences.
 
@@ -77,6 +81,7 @@ MODES = ("direct", "observe", "manage")
 PROXIED = ("observe", "manage")
 CALLS = ("stream", "whole")
 WARMUP = 3  # untimed requests per mode and history, the first reported apart
+SETTLE_TIMEOUT = 60.0  # seconds a proxy may take to take in a reply
 MAX_BUDGET = 512_000
 
 
@@ -162,8 +167,9 @@ class Bench:
     def __init__(self, store: Store, fake: FakeAnthropic, stack: contextlib.ExitStack) -> None:
         self.store, self.fake, self.stack = store, fake, stack
         self.urls = {"direct": fake.url}
+        self.proxies = {"observe": Proxy(store, Settings(upstream=fake.url))}
         self.urls["observe"] = stack.enter_context(
-            Serving(Proxy(store, Settings(upstream=fake.url)).app(), name="ccm-proxy-observe")
+            Serving(self.proxies["observe"].app(), name="ccm-proxy-observe")
         )
         self.budget = int(store.config.get("context", "budget_tokens"))
         self.manage: contextlib.ExitStack | None = None
@@ -175,9 +181,19 @@ class Bench:
             self.manage.close()
         self.manage = self.stack.enter_context(contextlib.ExitStack())
         settings = Settings(upstream=self.fake.url, mode="manage", budget=self.budget)
+        self.proxies["manage"] = Proxy(self.store, settings)
         self.urls["manage"] = self.manage.enter_context(
-            Serving(Proxy(self.store, settings).app(), name="ccm-proxy-manage")
+            Serving(self.proxies["manage"].app(), name="ccm-proxy-manage")
         )
+
+    def quiet(self) -> float:
+        """Wait until no proxy is still taking in a reply (a client thinks before it
+        asks again); the seconds that took."""
+        start = time.perf_counter()
+        for proxy in self.proxies.values():
+            if not proxy.quiet(SETTLE_TIMEOUT):
+                raise RuntimeError("a proxy did not finish taking in its replies")
+        return time.perf_counter() - start
 
     def client(
         self, mode: str, session: str, messages: list[dict[str, Any]], window: int
@@ -253,15 +269,24 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
                 len(json.dumps(clients[0].sent()).encode("utf-8")) / 1e6, 2
             )
             _progress(f"{turns} turns, {history} history: {runs} requests per mode")
+            settled: list[float] = []
             for number in range(runs):
                 call = CALLS[number % 2]
                 for client in clients:
                     client.times[call].append(client.request(stream=call == "stream"))
+                    waited = bench.quiet()
+                    if client.mode == "manage":
+                        settled.append(waited)
                     if client.mode == "manage" and not bench.managed():
                         bench.unmanaged[history] = bench.unmanaged.get(history, 0) + 1
                     bench.forget()
             direct = clients[0]
-            entry: dict[str, Any] = {"first_ms": first, "modes": {}, "added": {}}
+            entry: dict[str, Any] = {
+                "first_ms": first,
+                "modes": {},
+                "added": {},
+                "settle": summary(settled),
+            }
             for client in clients:
                 entry["modes"][client.mode] = {
                     call: summary(client.times[call]) for call in CALLS if client.times[call]
@@ -384,6 +409,13 @@ def main(argv: list[str] | None = None) -> None:
         if wrong:
             line += f"; wrong answers: {wrong}"
         print(line)
+        for history in ("full", "window"):
+            if history in r:
+                settle = r[history]["settle"]
+                print(
+                    f"  {r['turns']} turns, {history} history, manage: the reply taken in "
+                    f"{settle['p50_ms']} ms after it (p50; p95 {settle['p95_ms']})"
+                )
     if ratios:
         pairs = ", ".join(f"{k} {v}" for k, v in ratios.items())
         print(f"  p50 ratio {sizes[-1]}/{sizes[0]}: {pairs}")

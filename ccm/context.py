@@ -337,13 +337,18 @@ def assemble(
     query: str | None = None,
     index: Index | None = None,
     shown_from: int | None = None,
+    derived: derive.Derived | None = None,
 ) -> Context:
     """Assemble the context of `session` for its next turn (see the module docstring).
 
     `shown_from`: the turns from this one on reach the model otherwise (the proxy sends
     them as messages): there is no block of latest turns, the efforts and recall do not
-    repeat them, and their room goes to the rest."""
+    repeat them, and their room goes to the rest. `derived`: the tiers to assemble from
+    as they are, with `index` as it is (neither is brought up to date first): a server
+    that updates both once a reply is recorded passes those of that update."""
     total = int(budget if budget is not None else store.config.get("context", "budget_tokens"))
+    if derived is not None and index is not None:
+        return _assemble(store, session, total, query, derived, index, shown_from)
     with _current(store, session, index) as (derived, index):
         return _assemble(store, session, total, query, derived, index, shown_from)
 
@@ -360,17 +365,23 @@ def recalled(
         return block
 
 
+def brought_up_to_date(store: Store, session: str, index: Index) -> derive.Derived:
+    """Fold what the session's log holds that its tiers do not, index it in `index`;
+    the tiers."""
+    derived = derive.update(store, session)
+    index.update(session, derived.tiers.manifest)
+    return derived
+
+
 @contextlib.contextmanager
 def _current(
     store: Store, session: str, index: Index | None
 ) -> Iterator[tuple[derive.Derived, Index]]:
     """The session's tiers and `index` (or one of its own, closed after), both brought
     up to date."""
-    derived = derive.update(store, session)
     own = index or Index(store)
     try:
-        own.update(session, derived.tiers.manifest)
-        yield derived, own
+        yield brought_up_to_date(store, session, own), own
     finally:
         if index is None:
             own.close()

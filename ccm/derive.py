@@ -348,6 +348,22 @@ class Keeper:
                     self.timer.start()
         return derived
 
+    def held(self, store: Store, session: str) -> Derived | None:
+        """What the session's last update returned, as it stands, without reading or
+        folding anything; None when no engine of it is kept or it rendered nothing yet.
+        Only for a caller that keeps the session's updates from running meanwhile (the
+        proxy holds the session's lock)."""
+        with self.lock:
+            kept = self.engines.get((store.root, session))
+        if kept is None:
+            return None
+        engine, lock = kept
+        with lock:
+            if engine.last is None or engine.state is None:
+                return None
+            events, _, tiers = engine.last
+            return Derived(session, 0, False, [], tiers, engine.state, events)
+
     def flush(self) -> None:
         """Write every manifest and engine cache left for later now."""
         with self.lock:

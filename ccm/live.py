@@ -34,6 +34,7 @@ from ccm.ingest.pipeline import content_key, entry, parse_options, quarantine_re
 from ccm.store import Store, check_session_id, slug_session_id, utc_now
 
 if TYPE_CHECKING:
+    from ccm.derive import Derived
     from ccm.index import Index
 
 SOURCE = "proxy"
@@ -83,6 +84,7 @@ class Recorded:
     spans: list[tuple[int, int]]  # the turns of each message: turns[first:end]
     numbers: list[int | None]  # the session's turn number of each (None: not known)
     system: str | None  # the digest of the system prompt in force
+    commanded: bool = False  # a new user turn held ``@commands``, which were run
 
 
 def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded:
@@ -126,10 +128,11 @@ def record_request(store: Store, session: str, body: dict[str, Any]) -> Recorded
         raw.append(added, fsync=store.config.fsync)
     if request.rejected:
         quarantine_rejected(store, request.rejected, session)
+    commanded = False
     for line in added:
         if line["role"] == "user":
-            run_commands(store, session, line["content"], "user")
-    return Recorded(session, request.turns, request.spans, numbers, system)
+            commanded |= run_commands(store, session, line["content"], "user")
+    return Recorded(session, request.turns, request.spans, numbers, system, commanded)
 
 
 def record_reply(
@@ -177,10 +180,13 @@ def record_error(store: Store, session: str, status: int, body: bytes) -> dict[s
     return event
 
 
-def run_commands(store: Store, session: str, text: str, who: str) -> None:
-    """The ``@commands`` in `text`, run as ``ccm apply`` runs them (each an event)."""
+def run_commands(store: Store, session: str, text: str, who: str) -> bool:
+    """The ``@commands`` in `text`, run as ``ccm apply`` runs them (each an event);
+    whether there were any."""
     if "@" in text and parser.parse(text):
         memory.apply(store, session, text, who)
+        return True
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -194,12 +200,15 @@ def managed(
     budget: int,
     tools: bool,
     index: Index | None = None,
+    derived: Derived | None = None,
 ) -> dict[str, Any]:
     """The request to send upstream in place of `body` (see the module docstring).
     `budget` bounds ccm's context and the messages it keeps; the caller's system prompt
     and tools are outside it, and the current exchange (from the newest user prompt) is
     kept even when it alone is larger. With `tools`, the memory tools are offered.
-    `index`: an open index to use (a server keeps one), else one is opened."""
+    `index`: an open index to use (a server keeps one), else one is opened; `derived`:
+    the session's tiers to use as they are, with `index` as it is (see
+    `context.assemble`)."""
     from ccm.context import assemble
 
     messages: list[Any] = body["messages"]
@@ -236,6 +245,7 @@ def managed(
         query or None,
         index,
         shown_from=first_turn or _next_turn(recorded),
+        derived=derived,
     )
     memory_text = "\n\n".join(b.text() for b in context.blocks if b.name != "recall" and b.lines)
     recall = next((b for b in context.blocks if b.name == "recall" and b.lines), None)

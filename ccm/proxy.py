@@ -42,12 +42,12 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import httpx2
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
+from starlette.background import BackgroundTask, BackgroundTasks
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ccm import derive, live, tokens
+from ccm import context, derive, live, tokens
 from ccm.errors import CCMError
 from ccm.index import Index
 from ccm.ingest import lines
@@ -343,6 +343,11 @@ class Proxy:
         # one index kept open for manage mode's contexts, used by one thread at a time
         self.index: Index | None = None
         self.index_lock = threading.Lock()
+        # manage mode: the sessions whose tiers and index were brought up to date once
+        # their last reply was recorded, with nothing appended since; and how many of
+        # those updates are still to run
+        self.current: set[str] = set()
+        self.settling = 0
         self.budget = int(
             settings.budget
             if settings.budget is not None
@@ -398,8 +403,13 @@ class Proxy:
             return _error(400, "invalid_request_error", f"header {header}: {exc}")
         call = await self._prepare(request, session, body, raw)
         if body.get("stream") is True:
-            return await self._streamed(call)
-        return await self._whole(call)
+            response = await self._streamed(call)
+        else:
+            response = await self._whole(call)
+        if call.sent is not None:  # once the caller has its answer, the memory takes it in
+            self.settling += 1
+            response.background = _then(response.background, BackgroundTask(self._settle, call))
+        return response
 
     async def _prepare(
         self, request: Request, session: str, body: dict[str, Any], raw: bytes
@@ -417,20 +427,63 @@ class Proxy:
             if self.settings.mode != "manage":
                 return _Call(request, session, raw, None, False, recorded.system)
             offered = self._offers_tools(body)
+            # the memory as the last reply left it, when it was brought up to date then:
+            # the request's own turns go upstream as messages, and are taken in after
+            current = session in self.current and not recorded.commanded
+            self.current.discard(session)
             try:
-                sent = await _run(self._managed, body, recorded, offered)
+                sent = await _run(self._managed, body, recorded, offered, current)
             except Exception as exc:  # the index, the engine...: sent unmanaged
                 log.error("%s: could not assemble the context: %s", session, exc, exc_info=True)
                 return _Call(request, session, raw, None, False, recorded.system)
         outgoing = json.dumps(sent, ensure_ascii=False).encode("utf-8")
         return _Call(request, session, outgoing, sent, offered, recorded.system)
 
-    def _managed(self, body: dict[str, Any], recorded: live.Recorded, offered: bool) -> Any:
-        """`live.managed` with the index this proxy keeps open (in a worker thread)."""
+    def _managed(
+        self, body: dict[str, Any], recorded: live.Recorded, offered: bool, current: bool
+    ) -> Any:
+        """`live.managed` with the index this proxy keeps open (in a worker thread); with
+        `current`, from the session's tiers and index as they are."""
+        held = None
+        if current and isinstance(derive.keeper, derive.Keeper):
+            held = derive.keeper.held(self.store, recorded.session)
         with self.index_lock:
-            if self.index is None:
-                self.index = Index(self.store, shared=True)
-            return live.managed(self.store, body, recorded, self.budget, offered, self.index)
+            index = self._index()
+            return live.managed(self.store, body, recorded, self.budget, offered, index, held)
+
+    def _index(self) -> Index:
+        """The index kept open (the caller holds `index_lock`)."""
+        if self.index is None:
+            self.index = Index(self.store, shared=True)
+        return self.index
+
+    async def _settle(self, call: _Call) -> None:
+        """After a managed request: its session's tiers and index brought up to date
+        with what it appended (the request's turns and the reply), under the session's
+        lock, so that its next request starts from them."""
+        try:
+            async with self.locks.setdefault(call.session, asyncio.Lock()):
+                await _run(self._bring_up_to_date, call.session)
+                self.current.add(call.session)
+        except Exception as exc:  # the next request brings them up to date itself
+            log.error("%s: could not take in the exchange: %s", call.session, exc, exc_info=True)
+        finally:
+            self.settling -= 1
+
+    def _bring_up_to_date(self, session: str) -> None:
+        with self.index_lock:
+            context.brought_up_to_date(self.store, session, self._index())
+
+    def quiet(self, timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until no session is being brought up to date
+        after its reply; whether none is. For a caller in another thread (a benchmark
+        that gives the proxy a client's time to think between requests)."""
+        deadline = time.monotonic() + timeout
+        while self.settling > 0:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0005)
+        return True
 
     def _offers_tools(self, body: dict[str, Any]) -> bool:
         choice = self.settings.memory_tools
@@ -695,6 +748,11 @@ def _headers(response: httpx2.Response, keep_length: bool = False) -> dict[str, 
         for name, value in response.headers.items()
         if name.lower() not in HOP_BY_HOP or (keep_length and name.lower() == "content-length")
     }
+
+
+def _then(first: BackgroundTask | None, then: BackgroundTask) -> BackgroundTask:
+    """`then` after `first`, when there is a first."""
+    return then if first is None else BackgroundTasks([first, then])
 
 
 def _passed(response: httpx2.Response, content: bytes) -> Response:

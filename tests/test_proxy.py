@@ -17,6 +17,7 @@ import httpx2
 import pytest
 
 from ccm import live, tokens
+from ccm.index import Index
 from ccm.proxy import Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Reply, Serving
@@ -649,6 +650,67 @@ def test_manage_sends_a_short_conversation_whole(
     upstream = fake.messages()[-1]
     assert upstream["messages"] == messages  # all of it fits: nothing recalled, nothing cut
     assert upstream["system"][0] == {"type": "text", "text": "Be kind."}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_each_exchange_is_taken_in_once_answered_and_the_next_starts_from_it(
+    fake: FakeAnthropic, store: Store, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Once a managed request is answered, the proxy folds and indexes the exchange; the
+    next request's context is assembled from that, without reading the log again, unless
+    its message ran commands (which may change what the context holds)."""
+    # the turns folded into the tiers each managed request was assembled from, and their
+    # critical items (None: the proxy read the log first)
+    given: list[tuple[int, list[str]] | None] = []
+    managed = live.managed
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        derived = kwargs.get("derived", args[6] if len(args) > 6 else None)
+        if derived is None:
+            given.append(None)
+        else:
+            critical = [item["text"] for item in derived.state["critical"]]
+            given.append((derived.state["last_turn"], critical))
+        return managed(*args, **kwargs)
+
+    monkeypatch.setattr(live, "managed", spy)
+    budget = 1500
+    proxy = Proxy(store, Settings(upstream=fake.url, mode="manage", budget=budget))
+    rule = "Hard rule: the staging cluster stays on Postgres 14 until the audit ends."
+    messages = [*long_history(40), {"role": "user", "content": rule}]
+    with Serving(proxy.app(), name="ccm-proxy") as url:
+        sdk = client(url)
+
+        def ask(text: str) -> None:
+            messages.append({"role": "user", "content": text})
+            options = {"extra_headers": {"x-ccm-session": "taken"}, "max_tokens": 64}
+            if stream:
+                with sdk.messages.stream(model=MODEL, messages=messages, **options) as events:
+                    reply = events.get_final_message()
+            else:
+                reply = sdk.messages.create(model=MODEL, messages=messages, **options)
+            messages.append({"role": "assistant", "content": reply.content[0].text})
+            assert proxy.quiet(30)
+
+        messages.pop()
+        ask(rule)  # the first request of a session reads its log
+        assert given[-1] is None
+        ask("Which database version does staging run?")
+        held = given[-1]
+        assert held is not None  # the tiers the last exchange left, as they were
+        assert held[0] == len(said(store, "taken")) - 2  # all but this exchange
+        assert rule in held[1]
+        memory = fake.messages()[-1]["system"][-1]["text"]
+        assert "Postgres 14" in memory
+        ask('Anything else? @recall("rollback plan")')  # a command: read again
+        assert given[-1] is None
+        ask("And the alerts?")
+        assert given[-1] is not None
+    # what the last exchange said was taken in: the index finds it
+    with Index(store) as index:
+        found = index.recall("alerts", "taken")
+    assert any("And the alerts?" in hit.text for hit in found)
+    assert proxy.settling == 0
 
 
 def memory_round_request(url: str, stream: bool) -> Any:
