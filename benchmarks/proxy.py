@@ -1,7 +1,7 @@
 """Benchmark ``ccm proxy``: the latency it adds to a Messages API call on a long session.
 
     .venv/bin/python benchmarks/proxy.py [--sizes 1000,10000] [--runs 200] [--window 200]
-        [--seed 0] [--json]
+        [--full/--no-full] [--own-process] [--seed 0] [--json]
 
 For each size, a conversation of that many turns (``benchmarks.generate``, format
 claude-code, read back as Messages API messages: a user prompt, an assistant message
@@ -10,8 +10,10 @@ already recorded in a knowledge root in a temporary folder: one session per prox
 and history, each written once by ``live.record_request`` with a request that holds the
 whole conversation, which is what the proxy records when such a request comes through.
 The local fake of the API (``tests/fakeapi.py``) and two proxies (``observe`` and
-``manage``) are served by uvicorn on 127.0.0.1 in this process; the client is the
-``anthropic`` SDK. Nothing is downloaded and nothing leaves the machine.
+``manage``) are served by uvicorn on 127.0.0.1 in this process, and the client is the
+``anthropic`` SDK; with ``--own-process``, each proxy runs as a user runs it instead,
+``ccm proxy`` in a process of its own. Nothing is downloaded and nothing leaves the
+machine.
 
 Every request appends one new user message to its conversation, and the answer it gets
 is added to the history of the next, as a client does. Each timing is wall-clock around
@@ -33,9 +35,10 @@ from a user prompt on, as a client whose context window holds only those sends.
 Requests alternate streamed and whole, and the three modes take turns, so that at each
 step they send histories of the same length. Once a manage request is answered, the
 proxy takes the exchange into the session's memory (folds and indexes it, for the next
-request to start from); each request waits until that is done, as a client's time to
-read and think lets it be (a request sent sooner waits for it), and that time is
-reported apart: "the reply taken in". Before the timed requests, each mode gets
+request to start from). A client reads and thinks before it asks again: each request
+waits until the proxy has taken the last exchange in (that time is reported apart: "the
+reply taken in"); with ``--own-process``, `THINK` seconds. A request sent before that is
+done waits for it. Before the timed requests, each mode gets
 `WARMUP` untimed ones. The added latency is the proxy's time minus the direct call's at
 the same step, p50 and p95 of those differences.
 
@@ -53,6 +56,8 @@ import contextlib
 import json
 import logging
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -82,6 +87,8 @@ PROXIED = ("observe", "manage")
 CALLS = ("stream", "whole")
 WARMUP = 3  # untimed requests per mode and history, the first reported apart
 SETTLE_TIMEOUT = 60.0  # seconds a proxy may take to take in a reply
+THINK = 0.05  # seconds a client takes before its next request (a proxy process)
+START_TIMEOUT = 30.0  # seconds a proxy process may take to accept connections
 MAX_BUDGET = 512_000
 
 
@@ -161,16 +168,59 @@ class Client:
         return elapsed
 
 
+class ProxyProcess:
+    """``ccm proxy`` in a process of its own, on a free port of 127.0.0.1, as a user runs
+    it: `with ProxyProcess(root, settings, log) as url:`; its log goes to `log`."""
+
+    def __init__(self, root: Path, settings: Settings, log: Path) -> None:
+        self.root, self.settings, self.log = root, settings, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> str:
+        with socket.socket() as probe:  # a free port (nothing else binds it meanwhile here)
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        settings = self.settings
+        command = [sys.executable, "-m", "ccm", "--root", str(self.root), "proxy"]
+        command += ["--port", str(port), "--upstream", settings.upstream, "--mode", settings.mode]
+        if settings.budget is not None:
+            command += ["--budget", str(settings.budget)]
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, cwd=ROOT)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return f"http://127.0.0.1:{port}"
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    tail = self.log.read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"ccm proxy did not start:\n{tail}") from None
+                time.sleep(0.05)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
 class Bench:
     """The fake, the proxies and the store of one size."""
 
-    def __init__(self, store: Store, fake: FakeAnthropic, stack: contextlib.ExitStack) -> None:
+    def __init__(
+        self, store: Store, fake: FakeAnthropic, stack: contextlib.ExitStack, in_process: bool
+    ) -> None:
         self.store, self.fake, self.stack = store, fake, stack
+        self.in_process = in_process
+        self.log = store.root.parent / f"{store.root.name}-proxies.log"
         self.urls = {"direct": fake.url}
-        self.proxies = {"observe": Proxy(store, Settings(upstream=fake.url))}
-        self.urls["observe"] = stack.enter_context(
-            Serving(self.proxies["observe"].app(), name="ccm-proxy-observe")
-        )
+        self.proxies: dict[str, Proxy] = {}
+        self.urls["observe"] = stack.enter_context(self.serve(Settings(upstream=fake.url)))
         self.budget = int(store.config.get("context", "budget_tokens"))
         self.manage: contextlib.ExitStack | None = None
         self.serve_manage()
@@ -181,14 +231,21 @@ class Bench:
             self.manage.close()
         self.manage = self.stack.enter_context(contextlib.ExitStack())
         settings = Settings(upstream=self.fake.url, mode="manage", budget=self.budget)
-        self.proxies["manage"] = Proxy(self.store, settings)
-        self.urls["manage"] = self.manage.enter_context(
-            Serving(self.proxies["manage"].app(), name="ccm-proxy-manage")
-        )
+        self.urls["manage"] = self.manage.enter_context(self.serve(settings))
 
-    def quiet(self) -> float:
-        """Wait until no proxy is still taking in a reply (a client thinks before it
-        asks again); the seconds that took."""
+    def serve(self, settings: Settings) -> contextlib.AbstractContextManager[str]:
+        """A proxy with `settings`, serving: its URL."""
+        if not self.in_process:
+            return ProxyProcess(self.store.root, settings, self.log)
+        self.proxies[settings.mode] = proxy = Proxy(self.store, settings)
+        return Serving(proxy.app(), name=f"ccm-proxy-{settings.mode}")
+
+    def think(self) -> float | None:
+        """A client's pause before its next request: `THINK` seconds; in process, until
+        no proxy is still taking in a reply, and the seconds that took."""
+        if not self.in_process:
+            time.sleep(THINK)
+            return None
         start = time.perf_counter()
         for proxy in self.proxies.values():
             if not proxy.quiet(SETTLE_TIMEOUT):
@@ -240,14 +297,16 @@ class Bench:
         return first
 
 
-def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[str, Any]:
+def measure(
+    turns: int, runs: int, window: int, seed: int, work: Path, full: bool, in_process: bool
+) -> dict[str, Any]:
     _progress(f"{turns} turns: generating the conversation")
     messages = conversation(turns, seed, work)
     full_mb = len(json.dumps(messages).encode("utf-8")) / 1e6
     store = Store(work / f"root-{turns}")
     store.init()
     configure(store)  # as `ccm proxy` runs
-    histories = {"full": 0, **({"window": window} if window else {})}
+    histories = {**({"full": 0} if full else {}), **({"window": window} if window else {})}
     start = time.perf_counter()
     for history in histories:
         for mode in PROXIED:
@@ -260,7 +319,7 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
     results: dict[str, Any] = {"turns": turns, "messages": len(messages), "history_mb": {}}
     with contextlib.ExitStack() as stack:
         fake = stack.enter_context(FakeAnthropic())
-        bench = Bench(store, fake, stack)
+        bench = Bench(store, fake, stack, in_process)
         for history, size in histories.items():
             clients = [bench.client(mode, f"{mode}-{history}", messages, size) for mode in MODES]
             _progress(f"{turns} turns, {history} history: warming up")
@@ -274,8 +333,8 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
                 call = CALLS[number % 2]
                 for client in clients:
                     client.times[call].append(client.request(stream=call == "stream"))
-                    waited = bench.quiet()
-                    if client.mode == "manage":
+                    waited = bench.think()
+                    if client.mode == "manage" and waited is not None:
                         settled.append(waited)
                     if client.mode == "manage" and not bench.managed():
                         bench.unmanaged[history] = bench.unmanaged.get(history, 0) + 1
@@ -285,7 +344,7 @@ def measure(turns: int, runs: int, window: int, seed: int, work: Path) -> dict[s
                 "first_ms": first,
                 "modes": {},
                 "added": {},
-                "settle": summary(settled),
+                "settle": summary(settled) if settled else None,
             }
             for client in clients:
                 entry["modes"][client.mode] = {
@@ -353,6 +412,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--window", type=int, default=200, help="messages of the window history (0: skip it)"
     )
+    parser.add_argument(
+        "--full",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure the full history too (most of the time at 10,000 turns)",
+    )
+    parser.add_argument(
+        "--own-process",
+        action="store_true",
+        help="run each proxy as `ccm proxy` in a process of its own",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
@@ -361,17 +431,36 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("ccm.proxy").setLevel(logging.CRITICAL)  # a refused budget is counted
     with tempfile.TemporaryDirectory(prefix="ccm-proxy-bench-") as tmp:
         os.environ["CCM_HOME"] = str(Path(tmp) / "home")  # nothing of the user's is touched
-        results = [measure(size, runs, max(0, args.window), args.seed, Path(tmp)) for size in sizes]
+        results = [
+            measure(
+                size,
+                runs,
+                max(0, args.window),
+                args.seed,
+                Path(tmp),
+                args.full,
+                not args.own_process,
+            )
+            for size in sizes
+        ]
     ratios = _ratios(results) if len(sizes) > 1 else {}
     verdicts = _verdicts(results)
     cpus = os.cpu_count()
+    where = "each in its own process" if args.own_process else "in this process"
     if args.json:
-        report_json(results, ratios, sizes, target_added_p50_ms=TARGET_MS, target=verdicts)
+        report_json(
+            results,
+            ratios,
+            sizes,
+            target_added_p50_ms=TARGET_MS,
+            target=verdicts,
+            proxies=where,
+        )
         return
     print(
         f"ccm proxy benchmark (loopback, fake upstream, {runs} requests per mode and history, "
-        f"half streamed; {cpus} CPUs; target p50 added < {TARGET_MS:.0f} ms at "
-        f"{TARGET_TURNS:,} turns)"
+        f"half streamed; proxies {where}; {cpus} CPUs; target p50 added < {TARGET_MS:.0f} ms "
+        f"at {TARGET_TURNS:,} turns)"
     )
     print(
         f"  {'turns':>6} {'history':<8} {'MB':>6}  {'mode':<8} {'call':<7} {'p50 ms':>8} "
@@ -410,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
             line += f"; wrong answers: {wrong}"
         print(line)
         for history in ("full", "window"):
-            if history in r:
+            if history in r and r[history]["settle"] is not None:
                 settle = r[history]["settle"]
                 print(
                     f"  {r['turns']} turns, {history} history, manage: the reply taken in "

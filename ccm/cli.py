@@ -478,7 +478,6 @@ def events(ctx: click.Context, session: str, as_json: bool) -> None:
 def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -> None:
     """List the critical items (never compressed, never displaced, always given)."""
     from ccm import derive, memory
-    from ccm.engine.render import critical_items
 
     store = _store(ctx)
     store.require_session(session)
@@ -486,8 +485,7 @@ def critical(ctx: click.Context, session: str, add: str | None, as_json: bool) -
         outcome = memory.mark_critical(store, session, add)
         if not as_json:
             click.echo(outcome.message)
-    derived = derive.update(store, session)
-    items = critical_items(derived.state, derived.events)
+    items = derive.update(store, session).tiers.critical
     if as_json:
         _emit_json(items)
         return

@@ -396,17 +396,14 @@ def _assemble(
     index: Index,
     shown_from: int | None = None,
 ) -> Context:
-    from ccm.engine.render import critical_items
-
     config = store.config
     tiers = derived.tiers
     kind, reason = classify(query)
     shares = SHARES[kind]
     budget = _Budget(total)
-    events = derived.events
 
     critical = Block("critical", "Critical (always honour)")
-    items = critical_items(derived.state, events)
+    items = tiers.critical  # as `critical_items` gives them, found when rendered
     critical.lines = [f"- {c['text']}" for c in items]
     critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")

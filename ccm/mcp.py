@@ -258,11 +258,8 @@ def build(store: Store) -> MCPServer[Any]:
     def get_critical_context(session: Session) -> dict[str, Any]:
         """The session's critical items (detected rules and explicit marks), as the
         context always gives them, with their tokens."""
-        from ccm.engine.render import critical_items
-
         with answering():
-            derived = derive.update(store, session_of(session))
-            items = critical_items(derived.state, derived.events)
+            items = derive.update(store, session_of(session)).tiers.critical
             return {"items": items, "tokens": sum(int(i.get("tokens") or 0) for i in items)}
 
     @server.resource(

@@ -16,7 +16,7 @@ import bisect
 import heapq
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ccm.config import Config
@@ -37,6 +37,8 @@ class Tiers:
     manifest: dict[str, Any]
     open: dict[str, Any]
     working: dict[str, Any]
+    # the live critical items (`critical_items`) as rendered, with their ids and turns
+    critical: list[dict[str, Any]] = field(default_factory=list)
 
 
 def cancelled_ids(events: list[dict[str, Any]]) -> set[str]:
@@ -654,4 +656,4 @@ def render(
             for turn, later, text in state["critical_replaced"]
         ],
     }
-    return Tiers(manifest, open_doc, working)
+    return Tiers(manifest, open_doc, working, critical)
