@@ -605,9 +605,8 @@ class Proxy:
                                 continue
                             seen.add(out)
                             if out.event == "message_stop" and seen.message is not None:
-                                # recorded before the caller has the end of it: its next
-                                # request may follow at once, and repeats the reply
-                                await self._replied(call, seen.message)
+                                await self._ended(call, seen.message, queue, out.raw)
+                                continue
                             queue.put_nowait(out.raw)
                 except httpx2.HTTPError as exc:  # cut off, or too slow: told below
                     log.warning("%s: the upstream stream broke: %s", call.session, exc)
@@ -700,6 +699,16 @@ class Proxy:
             await _run(live.record_error, self.store, call.session, status, body)
         except (CCMError, OSError) as exc:
             log.error("%s: could not record the error: %s", call.session, exc)
+
+    async def _ended(
+        self, call: _Call, message: dict[str, Any], queue: asyncio.Queue[bytes | None], end: bytes
+    ) -> None:
+        """The end of a streamed reply to the caller, then the reply recorded. The caller
+        may ask again as soon as it has the end, repeating the reply: the session's lock
+        is taken first, so that its next request is recorded after the reply."""
+        async with self.locks.setdefault(call.session, asyncio.Lock()):
+            queue.put_nowait(end)
+            await self._replied(call, message)
 
     async def _replied(self, call: _Call, message: dict[str, Any]) -> None:
         try:

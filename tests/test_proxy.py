@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -398,14 +399,19 @@ def test_a_client_that_hangs_up_mid_stream_loses_nothing(
     assert events(store, "gone", "upstream_error") == []
 
 
-def test_a_streamed_reply_is_recorded_before_the_caller_has_its_end(
+def test_a_caller_that_asks_again_at_the_end_of_a_stream_finds_its_answer_recorded(
     serve: Serve, fake: FakeAnthropic, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A caller that stops reading at message_stop and asks again at once finds its
-    last answer already recorded: nothing twice, nothing out of order."""
+    """The caller has the end of a streamed reply before it is recorded (a slow disk
+    does not hold it up), and a caller that stops reading at message_stop and asks
+    again at once finds its last answer recorded first: nothing twice, nothing out of
+    order."""
     slow = live.record_reply
+    ends = threading.Semaphore(0)  # one for each reply whose end the caller has
+    had_end: list[bool] = []
 
     def slow_disk(*args: Any, **kwargs: Any) -> Any:
+        had_end.append(ends.acquire(timeout=10))
         time.sleep(0.3)
         return slow(*args, **kwargs)
 
@@ -425,12 +431,14 @@ def test_a_streamed_reply_is_recorded_before_the_caller_has_its_end(
                     for frame in frames.feed(chunk):
                         reply.add(frame)
                     if reply.complete:
+                        ends.release()
                         break  # the answer is whole: ask the next question now
             assert reply.message is not None
             messages.append({"role": "assistant", "content": reply.message["content"][0]["text"]})
         wait_for(lambda: len(said(store, "quick")) >= 6)
         time.sleep(0.5)  # a late second record would land now
     assert said(store, "quick") == [(m["role"], m["content"]) for m in messages]
+    assert had_end == [True, True, True]
 
 
 # ---------------------------------------------------------------------------
