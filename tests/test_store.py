@@ -501,3 +501,22 @@ def test_the_tail_kept_between_reads_is_the_tail_read_afresh(
             os.replace(fresh, raw)
         assert kept.tail_turns("tailed", asked) == _expected_tail(raw, asked), kind
         assert Store(ccm_home).tail_turns("tailed", asked) == _expected_tail(raw, asked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.binary(max_size=300).map(lambda b: b.replace(b"\x00", b"\n")), block=st.integers(1, 9)
+)
+def test_lines_read_backwards_are_the_lines_with_where_they_start(data: bytes, block: int) -> None:
+    read = lambda length, offset: data[offset : offset + length]  # noqa: E731
+    old = store.BACK_BLOCK
+    store.BACK_BLOCK = block  # blocks smaller than a line, and lines across blocks
+    try:
+        found = list(store.lines_backwards(read, len(data)))
+    finally:
+        store.BACK_BLOCK = old
+    starts, at = [], 0
+    for line in data.split(b"\n"):
+        starts.append((at, line))
+        at += len(line) + 1
+    assert found == ([] if not data else starts[::-1])
