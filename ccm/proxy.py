@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import httpx2
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask, BackgroundTasks
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -408,7 +408,7 @@ class Proxy:
             response = await self._whole(call)
         if call.sent is not None:  # once the caller has its answer, the memory takes it in
             self.settling += 1
-            response.background = _then(response.background, BackgroundTask(self._settle, call))
+            response.background = BackgroundTask(self._settle, call)  # (none is set here)
         return response
 
     async def _prepare(
@@ -757,11 +757,6 @@ def _headers(response: httpx2.Response, keep_length: bool = False) -> dict[str, 
         for name, value in response.headers.items()
         if name.lower() not in HOP_BY_HOP or (keep_length and name.lower() == "content-length")
     }
-
-
-def _then(first: BackgroundTask | None, then: BackgroundTask) -> BackgroundTask:
-    """`then` after `first`, when there is a first."""
-    return then if first is None else BackgroundTasks([first, then])
 
 
 def _passed(response: httpx2.Response, content: bytes) -> Response:
