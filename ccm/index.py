@@ -264,13 +264,15 @@ class _Pieces:
     with where each starts: the same turns are recalled request after request, with
     queries that differ."""
 
-    __slots__ = ("camel", "lowered", "pieces", "starts")
+    __slots__ = ("camel", "last", "lowered", "pieces", "starts")
 
     def __init__(self, text: str) -> None:
         pieces: list[str] = []
         for line in text.split("\n"):
             pieces += sentences(line) if len(line) > LONG_LINE else [line]
         self.pieces = pieces
+        # the last piece that says something (of a tool's output: how it ended)
+        self.last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
         lowered = [lexical.folded_lower(piece) for piece in pieces]
         self.lowered = "\n".join(lowered)
         self.camel = lexical.camel_terms("\n".join(pieces), self.lowered)
@@ -330,7 +332,7 @@ def focused(
 
     take(0)
     if tool:  # how it ended
-        take(max((at for at, piece in enumerate(pieces) if piece.strip()), default=0))
+        take(split.last)
     best = sorted(range(len(pieces)), key=lambda a: (-held[a], a))
     for at in best:
         if not held[at]:
@@ -1445,12 +1447,12 @@ class Recalled:
         count = -1  # counted when asked for
         if most is not None:
             cap = min(most, max(TURN_TOKENS, int(most * HIT_SHARE)))
-            seen = as_shown("turn", ts, text)  # as a context shows it, under its day
             if stored is not None and min(stored, cap) <= SHOWN_BOUND:
                 count = stored  # exact, or more than the cap
-            else:
-                count = tokens.count_within(seen, cap)
+            else:  # as a context shows it, under its day
+                count = tokens.count_within(as_shown("turn", ts, text), cap)
             if count > cap:  # what of it answers the query
+                seen = as_shown("turn", ts, text)
                 stamp = _stamp_tokens(text, seen) if seen != text else 0
                 part = focused(text, self._terms, cap + stamp, turn, role == "tool")
                 if part is None:
