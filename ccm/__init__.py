@@ -5,3 +5,6 @@ given stays small. This package is the importable core; `ccm.cli` is a thin shel
 """
 
 __version__ = "0.1.0"
+
+# the embedding models of hybrid recall (`recall.model`; see ccm.semantic), default first
+EMBEDDING_MODELS = ("e5-small", "minilm")

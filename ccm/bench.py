@@ -134,12 +134,13 @@ class MeasuredSession:
 class _Conversation(MeasuredSession):
     """One LoCoMo sample imported into a private knowledge root."""
 
-    def __init__(self, sample: dict[str, Any], root: Path) -> None:
+    def __init__(self, sample: dict[str, Any], root: Path, model: str | None = None) -> None:
         self.sample_id = str(sample.get("sample_id") or "locomo")
         session = slug_session_id(self.sample_id)
         store = Store(root / session)
         store.root.mkdir(parents=True)
-        (store.root / "config.yaml").write_text("ingest: {fsync: false}\n")
+        chosen = f"recall: {{model: {model}}}\n" if model else ""
+        (store.root / "config.yaml").write_text("ingest: {fsync: false}\n" + chosen)
         source, _ = locomo.sample_session(sample, session)
         append_session(store, source, utc_now())
         super().__init__(store, session)
@@ -158,12 +159,12 @@ METHODS: dict[str, Callable[[MeasuredSession, str | None, int], str]] = {
 }
 
 
-def default_methods() -> list[str]:
+def default_methods(model: str | None = None) -> list[str]:
     """The methods measured when none is named: ccm with semantic recall too, where the
-    semantic extra is installed."""
+    embedding model (`recall.model`'s default unless named) is installed."""
     from ccm import semantic
 
-    extra = ["ccm-semantic"] if semantic.available() is None else []
+    extra = ["ccm-semantic"] if semantic.available(model or semantic.DEFAULT_MODEL) is None else []
     return ["ccm", *extra, "recency", "bm25-turns"]
 
 
@@ -172,8 +173,10 @@ def run_locomo(
     budgets: list[int],
     methods: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """Measure evidence recall on every conversation in `path` (see the module docstring)."""
+    """Measure evidence recall on every conversation in `path` (see the module docstring);
+    `model` is the embedding model of the ccm-semantic method (`recall.model`)."""
     try:
         samples = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -182,7 +185,7 @@ def run_locomo(
         ) from exc
     if isinstance(samples, dict):
         samples = [samples]
-    chosen = methods or default_methods()
+    chosen = methods or default_methods(model)
     scores: dict[tuple[str, int], dict[str, Any]] = {
         (m, b): {
             "hits": defaultdict(list),
@@ -197,7 +200,7 @@ def run_locomo(
     questions = 0
     with tempfile.TemporaryDirectory(prefix="ccm-locomo-") as tmp:
         for sample in samples:
-            conversation = _Conversation(sample, Path(tmp))
+            conversation = _Conversation(sample, Path(tmp), model)
             try:
                 for qa in sample.get("qa", []):
                     category = int(qa.get("category", 0))

@@ -490,9 +490,11 @@ def load_scenarios(directory: Path) -> list[Scenario]:
 # ---------------------------------------------------------------- measuring
 
 
-def _root(path: Path) -> Store:
+def _root(path: Path, model: str | None = None) -> Store:
+    """A private knowledge root; with `model`, hybrid recall on with that model."""
     path.mkdir(parents=True)
-    (path / "config.yaml").write_text("ingest: {fsync: false}\n", encoding="utf-8")
+    hybrid = f"recall: {{semantic: true, model: {model}}}\n" if model else ""
+    (path / "config.yaml").write_text("ingest: {fsync: false}\n" + hybrid, encoding="utf-8")
     return Store(path)
 
 
@@ -542,11 +544,11 @@ def _share(hits: int, total: int) -> float:
 class _Measure:
     """The measures of one scenario, in its own knowledge root."""
 
-    def __init__(self, scenario: Scenario, folder: Path) -> None:
+    def __init__(self, scenario: Scenario, folder: Path, model: str | None = None) -> None:
         self.scenario = scenario
         self.labels = scenario.labels
         self.folder = folder
-        self.store = _root(folder / "root")
+        self.store = _root(folder / "root", model)
         self.errors: list[str] = []
         _import(self.store, scenario.chat, scenario.session)
         self.measured = MeasuredSession(self.store, scenario.session)
@@ -911,14 +913,17 @@ def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_scenarios(directory: Path, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Measure ccm on every labelled scenario in `directory` (see the module docstring)."""
+def run_scenarios(
+    directory: Path, progress: Callable[[str], None] | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """Measure ccm on every labelled scenario in `directory` (see the module docstring);
+    with `model`, ccm's contexts recall by meaning too, with that embedding model."""
     started = time.perf_counter()
     scenarios = load_scenarios(directory)
     results = []
     with tempfile.TemporaryDirectory(prefix="ccm-scenarios-") as tmp:
         for scenario in scenarios:
-            measure = _Measure(scenario, Path(tmp) / scenario.session)
+            measure = _Measure(scenario, Path(tmp) / scenario.session, model)
             try:
                 results.append(measure.run())
             finally:

@@ -7,6 +7,7 @@ what it needs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ccm import __version__
+from ccm import EMBEDDING_MODELS, __version__
 
 if TYPE_CHECKING:
     from ccm.store import Store
@@ -289,7 +290,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
     for session in chosen:
         derived = derive.update(store, session, rebuild=True)
         index.drop(session)
-        index.update(session, derived.tiers.manifest)
+        index.update(session, derived.tiers.manifest, embed=False)
         segments = derived.tiers.manifest["segments"]
         results.append(
             {
@@ -300,6 +301,17 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
                 "written": derived.written,
             }
         )
+    if index.semantic:  # the slow part, with its own progress
+        missing = {session: index.unembedded(session) for session in chosen}
+        show_bar = not as_json and sum(missing.values()) >= 100 and sys.stderr.isatty()
+        with contextlib.ExitStack() as stack:
+            step = None
+            if show_bar:
+                label = f"Embedding with {index.model}"
+                bar = click.progressbar(length=sum(missing.values()), label=label, file=sys.stderr)
+                step = stack.enter_context(bar).update
+            for item in results:
+                item["embedded"] = index.embed(item["session"], step)
     index.close()
     if as_json:
         _emit_json(results)
@@ -309,6 +321,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
         click.echo(
             f"{item['session']}: {item['turns']} turns, {item['segments']} segments, "
             f"{item['open_efforts']} open efforts ({changed})"
+            + (f"; {item['embedded']} turns embedded" if "embedded" in item else "")
         )
 
 
@@ -849,10 +862,19 @@ def bench() -> None:
     help="Methods to measure (default: ccm, recency, bm25-turns, and ccm-semantic where "
     "the semantic extra is installed: ccm with hybrid recall).",
 )
+@click.option(
+    "--model",
+    type=click.Choice(EMBEDDING_MODELS),
+    help="The embedding model of ccm-semantic (default: recall.model's default, e5-small).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_errors_as_exit_codes
 def bench_locomo(
-    file: str, budgets: tuple[int, ...], methods: tuple[str, ...], as_json: bool
+    file: str,
+    budgets: tuple[int, ...],
+    methods: tuple[str, ...],
+    model: str | None,
+    as_json: bool,
 ) -> None:
     """Evidence recall of the assembled context on LoCoMo, against two baselines."""
     from pathlib import Path
@@ -863,7 +885,7 @@ def bench_locomo(
         if not as_json:
             click.echo(f"  measured {name}", err=True)
 
-    report = run_locomo(Path(file), list(budgets), list(methods) or None, progress)
+    report = run_locomo(Path(file), list(budgets), list(methods) or None, progress, model)
     if as_json:
         _emit_json(report)
         return
@@ -894,9 +916,14 @@ def bench_locomo(
 
 @bench.command("scenarios")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--model",
+    type=click.Choice(EMBEDDING_MODELS),
+    help="Measure ccm with hybrid recall on, with this embedding model (default: lexical).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_errors_as_exit_codes
-def bench_scenarios(directory: str, as_json: bool) -> None:
+def bench_scenarios(directory: str, model: str | None, as_json: bool) -> None:
     """Segmentation, conclusions, context and vault quality on labelled scenarios.
 
     DIRECTORY holds <name>.jsonl chats, each with <name>.labels.yaml beside it. Each
@@ -911,7 +938,7 @@ def bench_scenarios(directory: str, as_json: bool) -> None:
         if not as_json:
             click.echo(f"  measured {name}", err=True)
 
-    report = run_scenarios(Path(directory), progress)
+    report = run_scenarios(Path(directory), progress, model)
     if as_json:
         _emit_json(report)
         return
@@ -1114,8 +1141,12 @@ def watch(
 def status(ctx: click.Context, as_json: bool) -> None:
     """Whether a ccm watch daemon runs for the root, and how far behind it is."""
     from ccm import daemon
+    from ccm.index import Index
 
-    report = daemon.status(_store(ctx))
+    store = _store(ctx)
+    report = daemon.status(store)
+    with Index(store) as index:
+        report["recall"] = recall = index.recall_state()
     if as_json:
         _emit_json(report)
         return
@@ -1137,6 +1168,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"last update: {report['last_batch']}")
     if report["last_error"]:
         click.echo(f"last error: {report['last_error']}")
+    if recall["unavailable"]:
+        click.echo(f"recall: lexical; recall.semantic is on, but {recall['unavailable']}")
+    elif not recall["semantic"]:
+        click.echo("recall: lexical (recall.semantic: true in config.yaml adds meaning)")
+    else:
+        waiting = recall.get("turns", 0) - recall.get("embedded", 0)
+        click.echo(
+            f"recall: hybrid, with {recall['model']}; {recall.get('embedded', 0)} turns embedded"
+            + (f", {waiting} waiting (`ccm rebuild` embeds them now)" if waiting > 0 else "")
+        )
 
 
 # ---------------------------------------------------------------- sleep jobs

