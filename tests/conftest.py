@@ -30,6 +30,9 @@ def ccm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "knowledge"
     monkeypatch.setenv("CCM_HOME", str(home))
     monkeypatch.delenv("CCM_LOG_LEVEL", raising=False)
+    # a key or an API address in the developer's environment never reaches a test
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     tokens.set_method("bpe")
     return home
 

@@ -1,0 +1,202 @@
+"""The optional model (`ccm.llm`): the real `anthropic` client against the local fake of
+the Messages API on 127.0.0.1 (`tests/fakeapi.py`), never the internet."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ccm import llm
+from ccm.engine.health import summary as offline_summary
+from ccm.store import Store
+from tests.fakeapi import FakeAnthropic, Reply
+from tests.helpers import ccm
+
+KEY = "sk-ant-test-0123456789-never-written"
+CHAT = [
+    ("user", "We're moving the billing service from Heroku to Fly.io this week."),
+    (
+        "assistant",
+        "Good. Start with the Postgres database: Fly's managed Postgres, or keep Heroku's?",
+    ),
+    ("user", "Important: we must stay on Postgres 15, the reporting jobs break on 16."),
+    ("assistant", "Noted: Postgres 15. I'll pin the image to postgres:15.6 in fly.toml."),
+    ("user", "The first deploy failed: the release command timed out after 60s."),
+    (
+        "assistant",
+        "The migration takes 90s on the full data; raising release_command_timeout to 300.",
+    ),
+    ("user", "That worked, deploy is green. Next: move the cron jobs."),
+]
+
+
+def _answer(**changes: list[str]) -> dict[str, list[str]]:
+    written = {name: [f"{name} as the model wrote it"] for name in llm.HANDOVER_SECTIONS}
+    return written | changes
+
+
+@pytest.fixture
+def chat(ccm_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    source = tmp_path / "chat.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"role": role, "content": text, "ts": 1_767_000_000 + 60 * n}) + "\n"
+            for n, (role, text) in enumerate(CHAT)
+        )
+    )
+    ccm_home.mkdir(parents=True, exist_ok=True)
+    (ccm_home / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
+    assert ccm("ingest", str(source), "--session", "fly").exit_code == 0
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    return Store(ccm_home)
+
+
+def _offline(store: Store) -> dict[str, list[str]]:
+    from ccm import derive
+
+    derived = derive.update(store, "fly")
+    return offline_summary(derived.state, derived.tiers, derived.events)
+
+
+def _everything_written(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
+
+
+def test_the_sections_are_those_of_the_offline_handover(chat: Store) -> None:
+    assert tuple(_offline(chat)) == llm.HANDOVER_SECTIONS
+
+
+def test_the_model_writes_the_handover_and_a_second_run_asks_nothing(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    written = _answer(key_decisions=["Stay on Postgres 15 (reporting jobs break on 16)."])
+    fake.push(Reply.tool_use("handover", written))
+    first = ccm("summary", "fly", "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout) == written
+    assert "written by claude-test (1 requests, 0 from the cache)" in first.stderr
+    [asked] = fake.messages()
+    assert asked["model"] == "claude-test"
+    assert asked["tool_choice"] == {"type": "tool", "name": "handover"}
+    assert asked["tools"][0]["input_schema"] == llm.HANDOVER_SCHEMA
+    prompt = asked["messages"][0]["content"]
+    assert "Postgres 15" in prompt and "release_command_timeout" in prompt  # the memory
+    sent = fake.received[-1].headers  # SDK 2.13 sends the key as a bearer token
+    assert sent.get("x-api-key") == KEY or sent["authorization"] == f"Bearer {KEY}"
+    # the same inputs again: the answer comes from the cache, no request is made
+    again = ccm("summary", "fly", "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout) == written
+    assert len(fake.messages()) == 1 and "0 requests, 1 from the cache" in again.stderr
+    # the key is nowhere in the root
+    assert KEY.encode() not in _everything_written(chat.root)
+    # --no-llm: the offline handover, and no request
+    offline = ccm("summary", "fly", "--json", "--no-llm")
+    assert json.loads(offline.stdout) == _offline(chat) and len(fake.messages()) == 1
+
+
+def test_an_answer_that_does_not_validate_is_asked_again_once(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    incomplete = {"task_context": ["moving billing to Fly.io"]}  # six sections missing
+    fake.push(Reply.tool_use("handover", incomplete), Reply.tool_use("handover", _answer()))
+    fixed = ccm("summary", "fly", "--json")
+    assert fixed.exit_code == 0 and json.loads(fixed.stdout) == _answer()
+    first, second = fake.messages()
+    assert second["messages"][:1] == first["messages"]
+    assert second["messages"][1]["content"][0]["input"] == incomplete
+    [result] = second["messages"][2]["content"]
+    assert result["type"] == "tool_result" and result["is_error"] is True
+    assert "does not match the schema" in result["content"]
+    # wrong twice: the offline handover stands, and stderr says why
+    (chat.root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-other}\n")
+    fake.push(Reply.tool_use("handover", incomplete), Reply.text("I'd rather not."))
+    kept = ccm("summary", "fly", "--json")
+    assert kept.exit_code == 0 and json.loads(kept.stdout) == _offline(chat)
+    assert "offline: handover: the answer used no tool, twice" in kept.stderr
+    assert len(fake.messages()) == 4
+
+
+def test_429_and_529_are_retried_honouring_retry_after(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    fake.push(
+        Reply.error(429, "rate_limit_error", "slow down", {"retry-after-ms": "30"}),
+        Reply.error(529, "overloaded_error", "overloaded", {"retry-after-ms": "30"}),
+        Reply.tool_use("handover", _answer()),
+    )
+    with llm.Model(Store(chat.root)) as model:
+        written, source = llm.handover(model, _offline(chat), "memory")
+    assert source == "model" and written == _answer()
+    assert len(fake.messages()) == 3  # two retries by the SDK, one request of the run
+    assert model.report()["requests"] == 1 and model.report()["answered"] == 1
+
+
+def test_an_api_that_refuses_or_cannot_be_reached_leaves_the_offline_handover(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    fake.push(Reply.error(401, "authentication_error", "invalid x-api-key"))
+    refused = ccm("summary", "fly", "--json")
+    assert refused.exit_code == 0 and json.loads(refused.stdout) == _offline(chat)
+    assert "the API answered 401 (authentication_error)" in refused.stderr
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed}")
+    monkeypatch.setattr(llm, "MAX_RETRIES", 0)
+    down = ccm("summary", "fly")
+    assert down.exit_code == 0, down.output
+    assert "## Key decisions" in down.stdout
+    assert "the API could not be reached (APIConnectionError)" in down.stderr
+    assert KEY.encode() not in _everything_written(chat.root)
+
+
+def test_max_calls_per_run_is_a_hard_cap_and_asks_run_side_by_side(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    (chat.root / "config.yaml").write_text(
+        "llm: {provider: anthropic, max_calls_per_run: 2, concurrency: 2}\n"
+    )
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["title"],
+        "properties": {"title": {"type": "string"}},
+    }
+    asks = [llm.Ask("title", "Title it.", f"segment {n}", schema) for n in range(3)]
+    fake.push(*(Reply.tool_use("title", {"title": f"Title {n}"}) for n in range(3)))
+    with llm.Model(Store(chat.root)) as model:
+        answers = model.ask_all(asks)
+    assert sorted(a["title"] for a in answers if a is not None) == ["Title 0", "Title 1"]
+    assert answers.count(None) == 1 and len(fake.messages()) == 2
+    report = model.report()
+    assert report["requests"] == 2
+    assert report["offline"] == ["title: llm.max_calls_per_run (2) reached"]
+    assert report["input_tokens"] > 0 and report["output_tokens"] > 0
+
+
+def test_the_model_is_off_unless_configured_with_a_key(
+    chat: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert llm.Model(chat).on
+    assert llm.Model(chat, enabled=False).off == "--no-llm"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert llm.Model(chat).off == "no API key: set ANTHROPIC_API_KEY in the environment"
+    (chat.root / "config.yaml").write_text("recall: {semantic: false}\n")
+    assert llm.Model(Store(chat.root)).off == "off (llm.provider: none)"
+    result = ccm("summary", "fly", "--llm")
+    assert result.exit_code == 0 and "offline: --llm, but config.yaml sets no llm.provider" in (
+        result.stderr
+    )
+    bad = Store(chat.root)
+    (chat.root / "config.yaml").write_text("llm: {api_key: sk-oops}\n")
+    refused = ccm("summary", "fly")
+    assert refused.exit_code != 0 and "api_key" in refused.output
+    assert bad.root.exists()
