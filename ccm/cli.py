@@ -1220,11 +1220,23 @@ def status(ctx: click.Context, as_json: bool) -> None:
 )
 @click.option("--since", metavar="DATE", help="Leave out sessions with no turn from DATE on.")
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option(
+    "--llm/--no-llm",
+    "use_llm",
+    default=None,
+    help="Have the model of config.yaml's llm section state, title and place the "
+    "conclusions of the sessions read (default: as config.yaml says).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the sleep report as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
 def consolidate(
-    ctx: click.Context, sessions_: tuple[str, ...], since: str | None, dry_run: bool, as_json: bool
+    ctx: click.Context,
+    sessions_: tuple[str, ...],
+    since: str | None,
+    dry_run: bool,
+    use_llm: bool | None,
+    as_json: bool,
 ) -> None:
     """Consolidate conclusions into notes, the graph and a sleep report (nightly).
 
@@ -1235,6 +1247,7 @@ def consolidate(
     """
     from contextlib import ExitStack
 
+    from ccm import llm
     from ccm.dates import bound as day_bound
     from ccm.sleep.consolidate import consolidate as run
 
@@ -1242,6 +1255,7 @@ def consolidate(
     bound = day_bound(since, "--since", end=False)
     with ExitStack() as stack:
         bar: Any = None
+        model = stack.enter_context(llm.Model(store, use_llm))
 
         def start(count: int) -> None:
             nonlocal bar
@@ -1254,7 +1268,15 @@ def consolidate(
             if bar is not None:
                 bar.update(step)
 
-        report = run(store, list(sessions_) or None, bound, dry_run, progress=progress, start=start)
+        report = run(
+            store,
+            list(sessions_) or None,
+            bound,
+            dry_run,
+            progress=progress,
+            start=start,
+            model=model if model.on or use_llm else None,
+        )
     if as_json:
         _emit_json(report.as_dict())
         return
@@ -1282,8 +1304,24 @@ def _print_consolidation(report: Any) -> None:
         click.echo(f"  kept your edit: {outcome['path']}: {outcome.get('detail', '')}")
     for skipped in report.skipped:
         click.echo(f"  skipped {skipped['session']}: {skipped['why']}", err=True)
+    if report.llm is not None:
+        click.echo(_model_line(report.llm, report.distilled), err=True)
     if report.report_path:
         click.echo(f"Report: {report.report_path}")
+
+
+def _model_line(done: dict[str, Any], distilled: int) -> str:
+    """What the model did in a run, in a line (or why it was off)."""
+    if done["off"]:
+        return f"model: offline ({done['off']})"
+    line = (
+        f"model: {done['model']} stated {distilled} conclusion(s); {done['requests']} "
+        f"request(s), {done['cached']} from the cache, {done['input_tokens']} tokens in, "
+        f"{done['output_tokens']} out"
+    )
+    if done["offline"]:
+        line += f"; {len(done['offline'])} kept offline: {done['offline'][0]}"
+    return line
 
 
 @main.command("export")

@@ -346,3 +346,87 @@ def handover(
     if answer is None:
         return offline, "offline"
     return {name: [str(line) for line in answer[name]] for name in HANDOVER_SECTIONS}, "model"
+
+
+SEGMENT_CHARS = 8000  # of a segment's turns a model reads to state its conclusion
+TITLE_WORDS = r"^\s*\S+(\s+\S+){2,9}\s*$"  # 3 to 10 words
+LAYERS = (
+    "0: a raw, specific fact (connect() in db.py runs PRAGMA journal_mode=WAL); "
+    "1: a specific conclusion (we use SQLite with WAL mode); "
+    "2: a lesson beyond this project (let the gaps between reviews grow); "
+    "3: a general principle (never store money as floats)"
+)
+CONCLUSION_SYSTEM = (
+    "You state the conclusion a stretch of a conversation between a user and an AI "
+    "assistant reached, for a notes vault a person reads months later without the "
+    "conversation. Say only what the turns say; keep their specifics (names, numbers, "
+    "versions, files, commands)."
+)
+
+
+def conclusion_schema(kinds: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["statement", "title", "kind", "layer"],
+        "properties": {
+            "statement": {"type": "string", "minLength": 10, "maxLength": 600},
+            "title": {"type": "string", "maxLength": 90, "pattern": TITLE_WORDS},
+            "kind": {"enum": kinds},
+            "layer": {"type": "integer", "minimum": 0, "maximum": 3},
+        },
+    }
+
+
+def distil(model: Model, record: Any, turns: dict[int, str]) -> int:
+    """A model's statement, title, kind and layer for the conclusion of each concluded
+    segment of a session's `record` (`ccm.sleep.artifacts.SessionRecord`), written into
+    it in place (the detector's sentence kept as ``said``); `turns`: the session's turns
+    as a model reads them, by number. Returns how many the model gave; the others keep
+    their offline form."""
+    from ccm.engine.conclusions import CUES
+    from ccm.sleep.graph import CHOICE
+
+    if not model.on:
+        return 0
+    kinds = sorted({str(cue[0]) for cue in CUES} | CHOICE | {"fix"})
+    chosen = [
+        s
+        for s in record["segments"]
+        if s["conclusion"] and s["status"] in ("concluded", "superseded")
+    ]
+    asks = []
+    for segment in chosen:
+        conclusion = segment["conclusion"]
+        first, last = segment["raw_lines"]
+        upto = min(last, int(conclusion["turn"]) + 1)
+        said = "\n\n".join(f"[turn {n}] {turns[n]}" for n in range(first, upto + 1) if n in turns)[
+            -SEGMENT_CHARS:
+        ]
+        prompt = (
+            f"<turns>\n{said}\n</turns>\n\n"
+            f"ccm's detector took turn {conclusion['turn']} as where this stretch concluded "
+            f"({conclusion['kind']}): \u201c{conclusion['text']}\u201d\n\n"
+            "Give: statement, the conclusion as one self-contained sentence (what was "
+            "decided, found, fixed or done, and the specifics that make it true); title, "
+            "3 to 10 words that name what it is about (never a bare 'done' or 'merged'); "
+            f"kind, one of {', '.join(kinds)}; layer, its rung on the abstraction "
+            f"ladder: {LAYERS}."
+        )
+        asks.append(Ask("conclusion", CONCLUSION_SYSTEM, prompt, conclusion_schema(kinds)))
+    given = 0
+    for segment, answer in zip(chosen, model.ask_all(asks), strict=True):
+        if answer is None:
+            continue
+        conclusion = segment["conclusion"]
+        segment["conclusion"] = {
+            **conclusion,
+            "said": conclusion.get("said", conclusion["text"]),
+            "text": " ".join(str(answer["statement"]).split()),
+            "title": " ".join(str(answer["title"]).split()),
+            "kind": str(answer["kind"]),
+            "layer": int(answer["layer"]),
+            "written_by": model.model,
+        }
+        given += 1
+    return given

@@ -200,3 +200,84 @@ def test_the_model_is_off_unless_configured_with_a_key(
     refused = ccm("summary", "fly")
     assert refused.exit_code != 0 and "api_key" in refused.output
     assert bad.root.exists()
+
+
+def test_consolidate_with_the_model_states_titles_and_places_each_conclusion(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_consolidate import QUEUE_SQLITE, artifact_of, broken_links
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
+    source = tmp_path / "queue.jsonl"
+    source.write_text(QUEUE_SQLITE, encoding="utf-8")
+    assert ccm("--root", str(root), "ingest", str(source), "--session", "queue").exit_code == 0
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    stated = {
+        "statement": "The importer's job queue is stored in SQLite, not Postgres, because "
+        "the importer has a single writer.",
+        "title": "SQLite for the importer's job queue",
+        "kind": "decision",
+        "layer": 1,
+    }
+    fake.push(Reply.text("Sure!"), Reply.tool_use("conclusion", stated))  # asked again once
+    done = ccm("--root", str(root), "consolidate", "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["llm"]["distilled"] == 1 and report["llm"]["requests"] == 2
+    assert report["llm"]["input_tokens"] > 0 and report["llm"]["offline"] == []
+    first = fake.messages()[0]
+    assert first["tool_choice"] == {"type": "tool", "name": "conclusion"}
+    assert "single writer" in first["messages"][0]["content"]  # the segment's turns
+    note = root / "artifacts/decision/sqlite-importers-job-queue.md"  # its slug
+    text = note.read_text(encoding="utf-8")
+    assert "# SQLite for the importer's job queue" in text
+    assert stated["statement"] in text
+    assert "Decision: we use SQLite for the job queue" in text  # the evidence, verbatim
+    fields = artifact_of(root, "queue/seg_1")
+    assert (fields["type"], fields["layer"]) == ("decision", 1)
+    assert broken_links(root) == []
+    report_md = (root / report["report"]).read_text(encoding="utf-8")
+    assert "The model (claude-test) stated 1 conclusion(s): 2 request(s)" in report_md
+    # the session read again: the answer comes from the cache, no request is made
+    again = ccm("--root", str(root), "consolidate", "--json", "--session", "queue")
+    assert again.exit_code == 0 and len(fake.messages()) == 2
+    assert json.loads(again.stdout)["llm"]["cached"] == 1
+    assert note.read_text(encoding="utf-8") == text
+    assert KEY.encode() not in _everything_written(root)
+
+
+def test_consolidate_with_the_api_down_writes_the_offline_vault_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_consolidate import QUEUE_SQLITE
+
+    def vault_of(root: Path, *options: str) -> tuple[dict[str, bytes], Any]:
+        source = tmp_path / "queue.jsonl"
+        source.write_text(QUEUE_SQLITE, encoding="utf-8")
+        assert ccm("--root", str(root), "ingest", str(source), "--session", "queue").exit_code == 0
+        done = ccm("--root", str(root), "consolidate", *options)
+        assert done.exit_code == 0, done.output
+        files = {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*.md"))
+            if ".ccm" not in p.parts and "reports" not in p.parts
+        }
+        return files, done
+
+    offline, _ = vault_of(tmp_path / "offline")
+    root = tmp_path / "down"
+    root.mkdir()
+    (root / "config.yaml").write_text("llm: {provider: anthropic}\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed}")
+    monkeypatch.setattr(llm, "MAX_RETRIES", 0)
+    down, done = vault_of(root)
+    assert down == offline
+    assert "model: claude-haiku-4-5 stated 0 conclusion(s)" in done.stderr
+    assert "kept offline: conclusion: the API could not be reached" in done.stderr

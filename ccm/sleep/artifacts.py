@@ -280,8 +280,10 @@ def assign_paths(
     nodes: Sequence[Node],
     known: dict[str, str],
     owner: Callable[[str], str | None],
+    titles: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Each node's vault path (``artifacts/<kind>/<slug>``, no ``.md``).
+    """Each node's vault path (``artifacts/<kind>/<slug>``, no ``.md``), the slug of its
+    title (`titles`, a model's, else `title` of its statement).
 
     A node keeps the path it already has (`known`, from earlier runs) while its kind is
     the same; a new one gets its slug, or ``<slug>-2``... in time order when taken by
@@ -298,7 +300,8 @@ def assign_paths(
     for node in ordered:
         if node.id in paths:
             continue
-        stem = f"artifacts/{node.kind}/{slug(title(node.text))}"
+        named = (titles or {}).get(node.id) or title(node.text)
+        stem = f"artifacts/{node.kind}/{slug(named)}"
         number = 1
         while True:
             path = stem if number == 1 else f"{stem}-{number}"
@@ -340,6 +343,7 @@ class Graph:
     incoming: dict[str, list[Edge]] = field(default_factory=dict)
     lost_to: dict[str, Conflict] = field(default_factory=dict)
     retired: dict[str, str] = field(default_factory=dict)  # old artifact path -> node id
+    titles: dict[str, str] = field(default_factory=dict)  # a model's titles, by node id
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -358,7 +362,7 @@ class Graph:
         return round(self.scores.get(node_id, 0.0), 3)
 
     def label(self, node_id: str) -> str:
-        return title(self.nodes[node_id].text)
+        return self.titles.get(node_id) or title(self.nodes[node_id].text)
 
     def mention(self, node_id: str) -> str:
         """A wikilink to the node's artifact, or, for a conclusion of a segment still
@@ -443,7 +447,7 @@ def artifact_note(
         tag = _tag(word)
         if tag and tag not in tags:
             tags.append(f"topic/{tag}")
-    heading = title(node.text)
+    heading = graph.label(node_id)
     fields: dict[str, Any] = {
         "id": node_id,
         "type": node.kind,
@@ -631,6 +635,15 @@ def layers_of(segments: dict[str, SegmentRecord]) -> dict[str, int]:
     return {
         node_id: int((segment["conclusion"] or {}).get("layer", 0))
         for node_id, segment in segments.items()
+    }
+
+
+def titles_of(segments: dict[str, SegmentRecord]) -> dict[str, str]:
+    """The titles a model gave conclusions when their sessions were read (`ccm.llm`)."""
+    return {
+        node_id: str(segment["conclusion"]["title"])
+        for node_id, segment in segments.items()
+        if segment["conclusion"] and segment["conclusion"].get("title")
     }
 
 

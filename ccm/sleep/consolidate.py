@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ccm import schemas
+from ccm import llm, schemas
 from ccm.errors import CCMError, SchemaError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.artifacts import Graph, SegmentRecord, SessionRecord
@@ -36,6 +36,7 @@ from ccm.sleep.graph import Edge, Linked, propagate, relink, resolve
 from ccm.store import Store
 
 log = logging.getLogger(__name__)
+TURN_CHARS = 2000  # of each turn a model reads to state a segment's conclusion
 
 CHANGES_SHOWN = 10  # confidence changes listed in a report
 MIN_CHANGE = 0.005
@@ -86,6 +87,8 @@ class Report:
     written: list[str] = field(default_factory=list)
     titles: dict[str, str] = field(default_factory=dict)  # node id -> title, for the report
     paths: dict[str, str] = field(default_factory=dict)  # node id -> vault path
+    llm: dict[str, Any] | None = None  # what the model did (`ccm.llm.Model.report`), when asked
+    distilled: int = 0  # conclusions the model stated, titled and placed this run
 
     @property
     def changed(self) -> bool:
@@ -148,14 +151,17 @@ class Report:
             "confidence_changes": self.confidence_changes,
             "report": self.report_path,
             "files_written": len(self.written),
-        }
+        } | ({"llm": {**self.llm, "distilled": self.distilled}} if self.llm is not None else {})
 
 
 # ---------------------------------------------------------------- reading sessions
 
 
-def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | str:
-    """A session's record, or why it was skipped."""
+def _read_session(
+    store: Store, session: str, dry_run: bool, model: llm.Model | None = None
+) -> tuple[SessionRecord, int] | str:
+    """A session's record and how many of its conclusions `model` stated (see
+    `llm.distil`), or why it was skipped."""
     from ccm import derive
 
     if not store.raw_path(session).exists():
@@ -167,6 +173,9 @@ def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | 
     else:
         manifest = derive.update(store, session).tiers.manifest
     wanted = artifacts.evidence_turns(manifest)
+    asking = model is not None and model.on and not dry_run
+    read = _concluded_turns(manifest) if asking else set()  # what the model reads
+    said: dict[int, str] = {}
     turns: dict[int, dict[str, Any]] = {}
     first_ts = last_ts = title = source = parent = opening = None
     for line in store.scan_turns(session):
@@ -183,12 +192,26 @@ def _read_session(store: Store, session: str, dry_run: bool) -> SessionRecord | 
         source = source or turn.get("source")
         if turn["turn"] in wanted:
             turns[turn["turn"]] = turn
+        if turn["turn"] in read:
+            said[turn["turn"]] = f"{turn['role']}: {str(turn['content'])[:TURN_CHARS]}"
     # a session with no title of its own (Claude Code, a subagent) is named after what
     # it was asked first
     title = title or (artifacts.request_title(opening) if opening else None)
-    return artifacts.session_record(
+    record = artifacts.session_record(
         manifest, turns, title, source, first_ts, last_ts, str(parent) if parent else None
     )
+    stated = llm.distil(model, record, said) if asking and model is not None else 0
+    return record, stated
+
+
+def _concluded_turns(manifest: dict[str, Any]) -> set[int]:
+    """The turns of the segments whose conclusions a model states (`llm.distil`)."""
+    return {
+        n
+        for s in manifest.get("segments", [])
+        if s.get("conclusion") and s.get("status") in ("concluded", "superseded")
+        for n in range(int(s["raw_lines"][0]), int(s["raw_lines"][1]) + 1)
+    }
 
 
 def _last_ts(store: Store, session: str) -> str:
@@ -207,8 +230,12 @@ def consolidate(
     progress: Callable[[int], None] | None = None,
     start: Callable[[int], None] | None = None,
     now: datetime | None = None,
+    model: llm.Model | None = None,
 ) -> Report:
     """Consolidate what changed since the last run; see the module docstring.
+
+    `model`: where it is on, it states, titles and places the conclusions of the
+    sessions read (`llm.distil`); the report says what it did and cost.
 
     `sessions` forces those sessions to be read again (and only those, but for any
     the last run's state does not hold: a lost state costs one full run); `since`
@@ -216,9 +243,9 @@ def consolidate(
     called with the number of sessions to read, `progress` after each one.
     """
     if dry_run:
-        return _run(store, sessions, since, True, progress, start, now)
+        return _run(store, sessions, since, True, progress, start, now, model)
     with vault.run_lock(store):
-        return _run(store, sessions, since, False, progress, start, now)
+        return _run(store, sessions, since, False, progress, start, now, model)
 
 
 def _run(
@@ -229,6 +256,7 @@ def _run(
     progress: Callable[[int], None] | None,
     start: Callable[[int], None] | None,
     now: datetime | None,
+    model: llm.Model | None = None,
 ) -> Report:
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     report = Report(
@@ -236,6 +264,8 @@ def _run(
         run_at=moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
         dry_run=dry_run,
     )
+    if model is not None and model.provider != "none":
+        report.llm = model.report()  # filled in again once the sessions are read
     root = store.root
     state = vault.load_state(store)
     cached: dict[str, Any] = dict(state.get("sessions", {}))  # a copy: `state` is compared
@@ -279,22 +309,26 @@ def _run(
         report.paths = dict(state.get("paths", {}))
         return report
     for session in to_read:
-        read = _read_session(store, session, dry_run)
+        read = _read_session(store, session, dry_run, model)
         if isinstance(read, str):
             report.skipped.append({"session": session, "why": read})
             records.pop(session, None)
             new_cache.pop(session, None)
         else:
-            records[session] = read
+            record, stated = read
+            report.distilled += stated
+            records[session] = record
             new_cache[session] = {
                 "signature": signatures[session],
                 "probes": vault.probes(store, session, signatures[session]),
-                "record": read,
+                "record": record,
             }
             report.consolidated.append(session)
         if progress is not None:
             progress(1)
     report.unchanged = len(records) - len(report.consolidated)
+    if report.llm is not None and model is not None:
+        report.llm = model.report()
 
     segments = artifacts.segments_by_node(records.values())
     graph, linked = _settle(store, records, segments, state)
@@ -435,7 +469,8 @@ def _settle(
     def owner(path: str) -> str | None:
         return None if path in retired else vault.owner(store.root, path)
 
-    paths = artifacts.assign_paths(concluded, known, owner)
+    titles = artifacts.titles_of(segments)
+    paths = artifacts.assign_paths(concluded, known, owner, titles)
     graph = Graph(
         nodes={n.id: n for n in nodes},
         edges=edges,
@@ -447,6 +482,7 @@ def _settle(
         converged=scores.converged,
         layers=artifacts.layers_of(segments),
         retired=retired,
+        titles=titles,
     )
     return graph, linked
 

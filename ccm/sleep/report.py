@@ -43,6 +43,14 @@ def markdown(report: Report) -> str:
         out.append(f"Gone from chats/ (their notes are kept): {', '.join(report.removed)}.")
     for skipped in report.skipped:
         out.append(f"Skipped {skipped['session']}: {skipped['why']}.")
+    if report.llm is not None and report.llm["on"]:
+        done = report.llm
+        out.append(
+            f"The model ({done['model']}) stated {report.distilled} conclusion(s): "
+            f"{done['requests']} request(s), {done['cached']} answer(s) from the cache, "
+            f"{done['input_tokens']} tokens in and {done['output_tokens']} out"
+            + (f"; {len(done['offline'])} kept their offline form." if done["offline"] else ".")
+        )
     out.append("")
 
     def section(heading: str, lines: list[str], count: str | None = None) -> None:
