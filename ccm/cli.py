@@ -1305,17 +1305,18 @@ def _print_consolidation(report: Any) -> None:
     for skipped in report.skipped:
         click.echo(f"  skipped {skipped['session']}: {skipped['why']}", err=True)
     if report.llm is not None:
-        click.echo(_model_line(report.llm, report.distilled), err=True)
+        click.echo(_model_line(report.llm, report.distilled, report.judged), err=True)
     if report.report_path:
         click.echo(f"Report: {report.report_path}")
 
 
-def _model_line(done: dict[str, Any], distilled: int) -> str:
+def _model_line(done: dict[str, Any], distilled: int, judged: int) -> str:
     """What the model did in a run, in a line (or why it was off)."""
     if done["off"]:
         return f"model: offline ({done['off']})"
     line = (
-        f"model: {done['model']} stated {distilled} conclusion(s); {done['requests']} "
+        f"model: {done['model']} stated {distilled} conclusion(s), settled {judged} "
+        f"conflict(s); {done['requests']} "
         f"request(s), {done['cached']} from the cache, {done['input_tokens']} tokens in, "
         f"{done['output_tokens']} out"
     )

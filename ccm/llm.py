@@ -430,3 +430,57 @@ def distil(model: Model, record: Any, turns: dict[int, str]) -> int:
         }
         given += 1
     return given
+
+
+CONFLICT_SYSTEM = (
+    "You settle a conflict between two conclusions a person's conversations with an AI "
+    "assistant reached at different times, for a notes vault. A matter of preference "
+    "(a choice, a decision, a taste: the latest declaration stands) differs from a matter "
+    "of truth (a fact: the claim with the better evidence stands, whenever it was said)."
+)
+CONFLICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["matter", "stands", "reason"],
+    "properties": {
+        "matter": {"enum": ["truth", "preference"]},
+        "stands": {"enum": ["earlier", "later"]},
+        "reason": {"type": "string", "minLength": 10, "maxLength": 400},
+    },
+}
+
+
+def judge(model: Model, conflicts: list[tuple[Any, Any, Any]]) -> dict[tuple[str, str], Any]:
+    """A model's judgement (`ccm.sleep.graph.Judgement`) of each candidate conflict
+    (earlier node, later node, the edge that relates them, as `graph.candidates` gives
+    them), by (earlier id, later id); the conflicts it gives none for keep the offline
+    rules."""
+    from ccm.sleep.graph import Judgement
+
+    if not model.on or not conflicts:
+        return {}
+
+    def told(node: Any) -> str:
+        return f"({node.kind}, said {node.ts} in session {node.session}): \u201c{node.text}\u201d"
+
+    asks = [
+        Ask(
+            "conflict",
+            CONFLICT_SYSTEM,
+            f"Earlier {told(earlier)}\n\nLater {told(later)}\n\n"
+            f"Why ccm thinks they conflict: {edge.evidence}\n\n"
+            "Say whether this is a matter of truth or of preference, which statement "
+            "stands (earlier or later), and why, in one sentence.",
+            CONFLICT_SCHEMA,
+        )
+        for earlier, later, edge in conflicts
+    ]
+    found: dict[tuple[str, str], Any] = {}
+    for (earlier, later, _), answer in zip(conflicts, model.ask_all(asks), strict=True):
+        if answer is not None:
+            found[(earlier.id, later.id)] = Judgement(
+                truth=answer["matter"] == "truth",
+                later_stands=answer["stands"] == "later",
+                reason=" ".join(str(answer["reason"]).split()),
+            )
+    return found

@@ -240,7 +240,10 @@ def test_consolidate_with_the_model_states_titles_and_places_each_conclusion(
     assert (fields["type"], fields["layer"]) == ("decision", 1)
     assert broken_links(root) == []
     report_md = (root / report["report"]).read_text(encoding="utf-8")
-    assert "The model (claude-test) stated 1 conclusion(s): 2 request(s)" in report_md
+    assert (
+        "The model (claude-test) stated 1 conclusion(s) and settled 0 conflict(s): 2 request(s)"
+        in report_md
+    )
     # the session read again: the answer comes from the cache, no request is made
     again = ccm("--root", str(root), "consolidate", "--json", "--session", "queue")
     assert again.exit_code == 0 and len(fake.messages()) == 2
@@ -279,5 +282,55 @@ def test_consolidate_with_the_api_down_writes_the_offline_vault_and_says_why(
     monkeypatch.setattr(llm, "MAX_RETRIES", 0)
     down, done = vault_of(root)
     assert down == offline
-    assert "model: claude-haiku-4-5 stated 0 conclusion(s)" in done.stderr
+    assert "model: claude-haiku-4-5 stated 0 conclusion(s), settled 0 conflict(s)" in done.stderr
     assert "kept offline: conclusion: the API could not be reached" in done.stderr
+
+
+def test_the_model_settles_a_conflict_and_the_vault_follows_its_word(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_consolidate import QUEUE_POSTGRES, QUEUE_SQLITE, artifact_of
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
+    for session, text in (("queue-a", QUEUE_SQLITE), ("queue-b", QUEUE_POSTGRES)):
+        source = tmp_path / f"{session}.jsonl"
+        source.write_text(text, encoding="utf-8")
+        assert ccm("--root", str(root), "ingest", str(source), "--session", session).exit_code == 0
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    # the conclusions keep the detector's words (the model's answers to them are not
+    # tools), then the one conflict: offline, the later decision would win
+    fake.push(*(Reply.text("no") for _ in range(4)))
+    reason = "the importer still has one writer per machine, so SQLite still fits"
+    fake.push(
+        Reply.tool_use("conflict", {"matter": "truth", "stands": "earlier", "reason": reason})
+    )
+    done = ccm("--root", str(root), "consolidate", "--json")
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert (report["llm"]["distilled"], report["llm"]["judged"]) == (0, 1)
+    asked = fake.messages()[-1]
+    assert asked["tool_choice"] == {"type": "tool", "name": "conflict"}
+    prompt = asked["messages"][0]["content"]
+    assert "Earlier (decision" in prompt and "Later (decision" in prompt
+    [conflict] = report["conflicts"]["new"]
+    assert (conflict["winner"], conflict["loser"], conflict["rule"]) == (
+        "queue-a/seg_1",
+        "queue-b/seg_1",
+        "truth",
+    )
+    assert reason in conflict["reason"]
+    old, new = artifact_of(root, "queue-a/seg_1"), artifact_of(root, "queue-b/seg_1")
+    assert (old["status"], new["status"]) == ("active", "contradicted")
+    # --no-llm: the offline rule again (the later decision stands)
+    offline = json.loads(ccm("--root", str(root), "consolidate", "--json", "--no-llm").stdout)
+    assert "llm" not in offline
+    assert (
+        artifact_of(root, "queue-a/seg_1")["status"],
+        artifact_of(root, "queue-b/seg_1")["status"],
+    ) == (
+        "superseded",
+        "active",
+    )

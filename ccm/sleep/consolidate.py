@@ -32,7 +32,7 @@ from ccm import llm, schemas
 from ccm.errors import CCMError, SchemaError
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.artifacts import Graph, SegmentRecord, SessionRecord
-from ccm.sleep.graph import Edge, Linked, propagate, relink, resolve
+from ccm.sleep.graph import Edge, Linked, candidates, propagate, relink, resolve
 from ccm.store import Store
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ class Report:
     paths: dict[str, str] = field(default_factory=dict)  # node id -> vault path
     llm: dict[str, Any] | None = None  # what the model did (`ccm.llm.Model.report`), when asked
     distilled: int = 0  # conclusions the model stated, titled and placed this run
+    judged: int = 0  # conflicts settled by the model's judgement
 
     @property
     def changed(self) -> bool:
@@ -151,7 +152,11 @@ class Report:
             "confidence_changes": self.confidence_changes,
             "report": self.report_path,
             "files_written": len(self.written),
-        } | ({"llm": {**self.llm, "distilled": self.distilled}} if self.llm is not None else {})
+        } | (
+            {"llm": {**self.llm, "distilled": self.distilled, "judged": self.judged}}
+            if self.llm is not None
+            else {}
+        )
 
 
 # ---------------------------------------------------------------- reading sessions
@@ -301,7 +306,15 @@ def _run(
     new_cache = {s: cached[s] for s in records}
     if start is not None:
         start(len(to_read))
-    if not to_read and not moved and not report.removed and not sessions and _as_left(root, state):
+    judging = model.model if model is not None and model.on else None  # who settles conflicts
+    if (
+        not to_read
+        and not moved
+        and not report.removed
+        and not sessions
+        and state.get("judged_by") == judging
+        and _as_left(root, state)
+    ):
         # nothing new, and the notes and network files are where the last run left
         # them: the graph would be the same, so it is not built again
         _summarize(report, state["summary"])
@@ -327,11 +340,12 @@ def _run(
         if progress is not None:
             progress(1)
     report.unchanged = len(records) - len(report.consolidated)
-    if report.llm is not None and model is not None:
-        report.llm = model.report()
 
     segments = artifacts.segments_by_node(records.values())
-    graph, linked = _settle(store, records, segments, state)
+    graph, linked = _settle(store, records, segments, state, model)
+    if report.llm is not None and model is not None:
+        report.llm = model.report()
+        report.judged = sum("as the model judged" in c.reason for c in graph.conflicts)
     summary = {
         "nodes": len(graph.nodes),
         "edges": len(graph.edges),
@@ -398,6 +412,7 @@ def _run(
         "network": {relative: vault.stat_signature(root / relative) for relative in network},
         "lines": {relative: found[3] for relative, found in network.items()},
         "lost": lost,
+        "judged_by": judging,
     }
     if new_state != state:
         vault.save_state(store, new_state)
@@ -456,10 +471,14 @@ def _settle(
     records: dict[str, SessionRecord],
     segments: dict[str, SegmentRecord],
     state: dict[str, Any],
+    model: llm.Model | None = None,
 ) -> tuple[Graph, dict[str, Linked]]:
+    """The graph of every session's conclusions, its conflicts settled (with `model`'s
+    judgement where it gives one) and its confidence propagated."""
     nodes = [node for s in sorted(records) for node in artifacts.nodes_of(records[s])]
     edges, linked = relink(nodes, _link_memo(state))
-    settled = resolve(nodes, edges)
+    judged = llm.judge(model, candidates(nodes, edges)) if model is not None else {}
+    settled = resolve(nodes, edges, judged)
     scores = propagate(nodes, edges, settled.status)
     # a note for each conclusion a segment reached, also one a later one superseded
     concluded = [n for n in nodes if segments[n.id]["status"] in ("concluded", "superseded")]

@@ -520,7 +520,35 @@ def _evidence(later: Node, earlier: Node, backers: list[Node]) -> str:
     return ""
 
 
-def resolve(nodes: Sequence[Node], edges: Sequence[Edge]) -> Resolution:
+@dataclass(frozen=True)
+class Judgement:
+    """A model's word on one conflict (`ccm.llm.judge`): a matter of truth or of
+    preference, whether the later statement stands, and why."""
+
+    truth: bool
+    later_stands: bool
+    reason: str
+
+
+def candidates(nodes: Sequence[Node], edges: Sequence[Edge]) -> list[tuple[Node, Node, Edge]]:
+    """The conflicts `resolve` settles, as (earlier, later, edge), in its order."""
+    by_id = {node.id: node for node in nodes}
+    found = []
+    for edge in sorted(edges, key=lambda e: (e.source, e.target, e.type)):
+        if edge.type not in ("supersedes", "contradicts") or edge.source == edge.target:
+            continue
+        if edge.source not in by_id or edge.target not in by_id:
+            continue
+        earlier, later = sorted((by_id[edge.source], by_id[edge.target]), key=time_order)
+        found.append((earlier, later, edge))
+    return found
+
+
+def resolve(
+    nodes: Sequence[Node],
+    edges: Sequence[Edge],
+    judged: Mapping[tuple[str, str], Judgement] | None = None,
+) -> Resolution:
     """Settle every supersedes and contradicts edge (thesis 4).
 
     A matter of choice (two decisions, preferences...) goes to the latest explicit
@@ -529,6 +557,9 @@ def resolve(nodes: Sequence[Node], edges: Sequence[Edge]) -> Resolution:
     confirmation or resolution supporting it. Otherwise the challenge fails and the
     challenger is contradicted. The later node is taken from the timestamps, not from
     the edge's direction, so an old statement can never overturn a newer one.
+
+    `judged`: a model's word on some conflicts, by (earlier, later) id, which settles
+    them instead of these rules (a matter of preference as one of choice).
     """
     by_id = {node.id: node for node in nodes}
     status = {node_id: "active" for node_id in sorted(by_id)}
@@ -540,13 +571,15 @@ def resolve(nodes: Sequence[Node], edges: Sequence[Edge]) -> Resolution:
             backers[edge.source].append(by_id[edge.target])
             backers[edge.target].append(by_id[edge.source])
     conflicts = []
-    for edge in ordered:
-        if edge.type not in ("supersedes", "contradicts") or edge.source == edge.target:
-            continue
-        if edge.source not in by_id or edge.target not in by_id:
-            continue
-        earlier, later = sorted((by_id[edge.source], by_id[edge.target]), key=time_order)
-        if edge.type == "supersedes" or (earlier.kind in CHOICE and later.kind in CHOICE):
+    for earlier, later, edge in candidates(nodes, edges):
+        judgement = (judged or {}).get((earlier.id, later.id))
+        if judgement is not None:
+            rule, outcome = (
+                ("truth", "contradicted") if judgement.truth else ("choice", "superseded")
+            )
+            winner, loser = (later, earlier) if judgement.later_stands else (earlier, later)
+            reason = f"a matter of {'fact' if judgement.truth else 'preference'}, as the model judged: {judgement.reason}"
+        elif edge.type == "supersedes" or (earlier.kind in CHOICE and later.kind in CHOICE):
             winner, loser, rule, outcome = later, earlier, "choice", "superseded"
             reason = (
                 f"a matter of choice: the later {later.kind} ({later.ts}) replaces the "
