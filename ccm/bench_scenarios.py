@@ -490,11 +490,18 @@ def load_scenarios(directory: Path) -> list[Scenario]:
 # ---------------------------------------------------------------- measuring
 
 
-def _root(path: Path, model: str | None = None) -> Store:
-    """A private knowledge root; with `model`, hybrid recall on with that model."""
+def _root(
+    path: Path, model: str | None = None, llm_settings: dict[str, Any] | None = None
+) -> Store:
+    """A private knowledge root; with `model`, hybrid recall on with that model; with
+    `llm_settings`, that ``llm`` section."""
     path.mkdir(parents=True)
-    hybrid = f"recall: {{semantic: true, model: {model}}}\n" if model else ""
-    (path / "config.yaml").write_text("ingest: {fsync: false}\n" + hybrid, encoding="utf-8")
+    config: dict[str, Any] = {"ingest": {"fsync": False}}
+    if model:
+        config["recall"] = {"semantic": True, "model": model}
+    if llm_settings:
+        config["llm"] = dict(llm_settings)
+    (path / "config.yaml").write_text(json.dumps(config) + "\n", encoding="utf-8")
     return Store(path)
 
 
@@ -807,14 +814,20 @@ def _terms(terms: list[str], contexts: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def vault(scenarios: list[Scenario], folder: Path) -> dict[str, Any]:
-    """Consolidate every scenario session into one root, then check the notes."""
+def vault(
+    scenarios: list[Scenario], folder: Path, llm_settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Consolidate every scenario session into one root, then check the notes; with
+    `llm_settings` (a config.yaml's ``llm`` section), a model states and titles the
+    conclusions (`ccm.llm`), and the report says what it did."""
+    from ccm import llm
     from ccm.sleep.consolidate import consolidate
 
-    store = _root(folder)
+    store = _root(folder, llm_settings=llm_settings)
     for scenario in scenarios:
         _import(store, scenario.chat, scenario.session, derive=False)
-    consolidate(store)
+    with llm.Model(store, True if llm_settings else None) as model:
+        done = consolidate(store, model=model if llm_settings else None)
     sessions = {scenario.name: scenario.session for scenario in scenarios}
     notes = []
     session_of: dict[str, str | None] = {}
@@ -860,7 +873,7 @@ def vault(scenarios: list[Scenario], folder: Path) -> dict[str, Any]:
         "junk": len(junk),
         "junk_titles": junk,
         "by_conclusion": conclusions,
-    }
+    } | ({"llm": {**done.llm, "distilled": done.distilled}} if done.llm is not None else {})
 
 
 def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -914,10 +927,14 @@ def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_scenarios(
-    directory: Path, progress: Callable[[str], None] | None = None, model: str | None = None
+    directory: Path,
+    progress: Callable[[str], None] | None = None,
+    model: str | None = None,
+    llm_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Measure ccm on every labelled scenario in `directory` (see the module docstring);
-    with `model`, ccm's contexts recall by meaning too, with that embedding model."""
+    with `model`, ccm's contexts recall by meaning too, with that embedding model; with
+    `llm_settings`, the vault is consolidated with that model (`ccm.llm`)."""
     started = time.perf_counter()
     scenarios = load_scenarios(directory)
     results = []
@@ -930,7 +947,7 @@ def run_scenarios(
                 measure.close()
             if progress:
                 progress(scenario.name)
-        vault_report = vault(scenarios, Path(tmp) / "vault")
+        vault_report = vault(scenarios, Path(tmp) / "vault", llm_settings)
         if progress:
             progress("vault")
     return {

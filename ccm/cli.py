@@ -551,16 +551,47 @@ def health(ctx: click.Context, session: str, as_json: bool) -> None:
     help="How much to compact.",
 )
 @click.option("--dry-run", is_flag=True, help="Only show the plan.")
+@click.option(
+    "--llm/--no-llm",
+    "use_llm",
+    default=None,
+    help="Have the model of config.yaml's llm section write the summaries (default: as "
+    "config.yaml says; ccm's own where it is off or fails).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
-def compact(ctx: click.Context, session: str, strategy: str, dry_run: bool, as_json: bool) -> None:
+def compact(
+    ctx: click.Context,
+    session: str,
+    strategy: str,
+    dry_run: bool,
+    use_llm: bool | None,
+    as_json: bool,
+) -> None:
     """Summarize or archive old segments; reversible (events; @expand or undo restore)."""
-    from ccm import memory
+    from ccm import llm, memory
 
     store = _store(ctx)
     store.require_session(session)
-    plan = memory.compact(store, session, strategy, dry_run)
+    with llm.Model(store, use_llm) as model:
+        plan = memory.compact(store, session, strategy, dry_run, model)
+        done = model.report()
+    if not dry_run and (model.on or use_llm):
+        if done["off"]:
+            click.echo(f"model: offline ({done['off']})", err=True)
+        else:
+            click.echo(
+                f"model: {done['answered'] + done['cached']} of {len(plan.summarized)} summaries "
+                f"written by {done['model']} ({done['requests']} requests, {done['cached']} "
+                "from the cache)"
+                + (
+                    f"; ccm's own kept for the rest: {done['offline'][0]}"
+                    if done["offline"]
+                    else ""
+                ),
+                err=True,
+            )
     if as_json:
         _emit_json({**plan.as_dict(), "dry_run": dry_run})
         return
@@ -947,9 +978,19 @@ def bench_locomo(
     type=click.Choice(EMBEDDING_MODELS),
     help="Measure ccm with hybrid recall on, with this embedding model (default: lexical).",
 )
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="Consolidate the vault with the model of config.yaml's llm section (needs its API "
+    "key; makes requests, so never run in CI).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
 @_errors_as_exit_codes
-def bench_scenarios(directory: str, model: str | None, as_json: bool) -> None:
+def bench_scenarios(
+    ctx: click.Context, directory: str, model: str | None, use_llm: bool, as_json: bool
+) -> None:
     """Segmentation, conclusions, context and vault quality on labelled scenarios.
 
     DIRECTORY holds <name>.jsonl chats, each with <name>.labels.yaml beside it. Each
@@ -964,7 +1005,20 @@ def bench_scenarios(directory: str, model: str | None, as_json: bool) -> None:
         if not as_json:
             click.echo(f"  measured {name}", err=True)
 
-    report = run_scenarios(Path(directory), progress, model)
+    settings = None
+    if use_llm:
+        from ccm import llm
+        from ccm.errors import UsageError
+
+        store = _store(ctx)
+        with llm.Model(store, True) as checked:
+            if not checked.on:
+                raise UsageError(
+                    f"--llm: the model is off: {checked.off}",
+                    "set llm: {provider: anthropic} in config.yaml and the API key",
+                )
+        settings = dict(store.config.values["llm"])
+    report = run_scenarios(Path(directory), progress, model, settings)
     if as_json:
         _emit_json(report)
         return
@@ -1031,6 +1085,8 @@ def _print_scenarios(report: dict[str, Any]) -> None:
         f"vault: stated {vault['stated']} of {vault['conclusions']} = {vault['stated_share']:.2f}, "
         f"junk titles {vault['junk']} of {vault['notes']}"
     )
+    if "llm" in vault:
+        click.echo(_model_line(vault["llm"], vault["llm"]["distilled"], 0))
     for item in report["scenarios"]:
         for error in item["errors"]:
             click.echo(f"warning: {item['scenario']}: {error}", err=True)

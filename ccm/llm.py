@@ -484,3 +484,42 @@ def judge(model: Model, conflicts: list[tuple[Any, Any, Any]]) -> dict[tuple[str
                 reason=" ".join(str(answer["reason"]).split()),
             )
     return found
+
+
+SUMMARY_SYSTEM = (
+    "You summarize a stretch of a conversation between a user and an AI assistant. The "
+    "summary stands in for the stretch in the assistant's context from now on: what was "
+    "asked, what was done or decided and the specifics it needs (names, numbers, files, "
+    "versions), in at most the words the tool allows."
+)
+
+
+def summaries(model: Model, segments: list[tuple[str, str, str]], words: int) -> dict[str, str]:
+    """A model's summary of each of `segments` (id, its turns as text, ccm's own
+    summary), of `words` words at most, by id; those it gives none for are left out."""
+    if not model.on or not segments:
+        return {}
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["summary"],
+        "properties": {
+            "summary": {"type": "string", "minLength": 10, "maxLength": words * 8},
+        },
+    }
+    asks = [
+        Ask(
+            "summary",
+            SUMMARY_SYSTEM,
+            f"<turns>\n{said[-SEGMENT_CHARS:]}\n</turns>\n\n"
+            f"ccm's extractive summary: \u201c{own}\u201d\n\n"
+            f"Write the summary, {words} words at most.",
+            schema,
+        )
+        for _, said, own in segments
+    ]
+    return {
+        sid: " ".join(str(answer["summary"]).split())
+        for (sid, _, _), answer in zip(segments, model.ask_all(asks), strict=True)
+        if answer is not None
+    }

@@ -7,6 +7,7 @@ derived tiers up to date; nothing is ever deleted, and ``undo`` is itself an eve
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -122,8 +123,13 @@ def undo(store: Store, session: str, event_id: str | None = None, who: str = "cl
     return Outcome(True, f"{event['id']}: undid {event_id} ({target['kind']})", event)
 
 
-def compact(store: Store, session: str, strategy: str, dry_run: bool = False) -> Any:
-    """Plan a compaction and, unless `dry_run`, record it as events (undo reverts them)."""
+def compact(
+    store: Store, session: str, strategy: str, dry_run: bool = False, model: Any = None
+) -> Any:
+    """Plan a compaction and, unless `dry_run`, record it as events (undo reverts them).
+    With `model` (a `ccm.llm.Model` that is on), the segments summarized get summaries
+    the model writes from their turns, recorded as ``update`` events before the
+    compression; one it gives none for keeps ccm's own."""
     from ccm.engine import health
 
     derived = derive.update(store, session)
@@ -131,7 +137,10 @@ def compact(store: Store, session: str, strategy: str, dry_run: bool = False) ->
     if dry_run:
         return plan
     note = f"compacted ({strategy})"
-    new = []
+    new = [
+        {"who": "compaction", "kind": "update", "args": {"targets": [sid], "text": text}}
+        for sid, text in _written_summaries(store, session, derived, plan.summarized, model)
+    ]
     if plan.summarized:
         new.append(
             {
@@ -152,6 +161,32 @@ def compact(store: Store, session: str, strategy: str, dry_run: bool = False) ->
         store.append_events(session, new)
         derive.update(store, session)
     return plan
+
+
+def _written_summaries(
+    store: Store, session: str, derived: Any, chosen: list[str], model: Any
+) -> list[tuple[str, str]]:
+    """A model's summaries of the `chosen` segments, in their order (see `compact`)."""
+    from ccm import llm
+
+    if model is None or not model.on or not chosen:
+        return []
+    wanted = {s["id"]: s for s in derived.tiers.manifest["segments"] if s["id"] in chosen}
+    spans = {sid: (int(s["raw_lines"][0]), int(s["raw_lines"][1])) for sid, s in wanted.items()}
+    said: dict[str, list[str]] = {sid: [] for sid in spans}
+    ordered = sorted(spans, key=lambda sid: spans[sid][0])  # segments do not overlap
+    starts = [spans[sid][0] for sid in ordered]
+    for line in store.scan_turns(session):
+        turn = line.record
+        if turn is None:
+            continue
+        at = bisect.bisect_right(starts, turn["turn"]) - 1
+        if at >= 0 and turn["turn"] <= spans[ordered[at]][1]:
+            said[ordered[at]].append(f"[turn {turn['turn']}] {turn['role']}: {turn['content']}")
+    segments = [(sid, "\n\n".join(said[sid]), str(wanted[sid]["summary"])) for sid in chosen]
+    words = int(store.config.get("segments", "summary_tokens"))
+    written = llm.summaries(model, segments, words)
+    return [(sid, written[sid]) for sid in chosen if sid in written]
 
 
 def raise_importance(

@@ -334,3 +334,79 @@ def test_the_model_settles_a_conflict_and_the_vault_follows_its_word(
         "superseded",
         "active",
     )
+
+
+def test_compact_with_the_model_records_its_summaries_as_events(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    sample = Path(__file__).parents[1] / "sample_knowledge" / "sources"
+    root = tmp_path / "root"
+    assert ccm("--root", str(root), "ingest", str(sample)).exit_code == 0
+    (root / "config.yaml").write_text(
+        "lifecycle: {fresh_turns: 2, stale_turns: 4}\n"
+        "llm: {provider: anthropic, model: claude-test, concurrency: 1}\n"
+    )
+    assert ccm("--root", str(root), "rebuild").exit_code == 0
+    plan = json.loads(
+        ccm("--root", str(root), "compact", "ledger-sync", "--dry-run", "--json").stdout
+    )
+    chosen = plan["summarized"]
+    assert len(chosen) >= 2 and fake.messages() == []  # a dry run asks nothing
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    written = [
+        f"Model summary {n}: amounts are integer cents in the ledger sync."
+        for n in range(len(chosen))
+    ]
+    fake.push(*(Reply.tool_use("summary", {"summary": text}) for text in written[:-1]))
+    fake.push(Reply.error(400, "invalid_request_error", "too long"))  # the last keeps ccm's
+    done = ccm("--root", str(root), "compact", "ledger-sync", "--json")
+    assert done.exit_code == 0, done.output
+    assert (
+        f"model: {len(chosen) - 1} of {len(chosen)} summaries written by claude-test" in done.stderr
+    )
+    assert "the API answered 400 (invalid_request_error)" in done.stderr
+    asked = fake.messages()[0]
+    assert asked["tool_choice"] == {"type": "tool", "name": "summary"}
+    assert "<turns>" in asked["messages"][0]["content"]
+    events = [
+        json.loads(line)
+        for line in (root / "chats" / "ledger-sync" / "events.jsonl").read_text().splitlines()
+    ]
+    updates = [e for e in events if e["kind"] == "update"]
+    assert [(e["who"], e["args"]["targets"], e["args"]["text"]) for e in updates] == [
+        ("compaction", [sid], text) for sid, text in zip(chosen[:-1], written[:-1], strict=True)
+    ]
+    manifest = yaml.safe_load((root / "chats" / "ledger-sync" / "manifest.yaml").read_text())
+    summaries = {s["id"]: s["summary"] for s in manifest["segments"]}
+    assert [summaries[sid] for sid in chosen[:-1]] == written[:-1]
+    assert summaries[chosen[-1]] not in written
+
+
+def test_bench_scenarios_llm_consolidates_the_vault_with_the_model(
+    tmp_path: Path, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch, ccm_home: Path
+) -> None:
+    from tests.test_bench_scenarios import write_scenario
+
+    folder = write_scenario(tmp_path / "scenarios")
+    refused = ccm("bench", "scenarios", str(folder), "--llm")
+    assert refused.exit_code == 2 and "--llm: the model is off" in refused.output
+    ccm_home.mkdir(parents=True, exist_ok=True)
+    (ccm_home / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    title = {
+        "statement": "The export writes integer cents with csv.writer, no pandas.",
+        "title": "CSV export with csv.writer",
+        "kind": "decision",
+        "layer": 1,
+    }
+    fake.push(*(Reply.tool_use("conclusion", title) for _ in range(20)))
+    result = ccm("bench", "scenarios", str(folder), "--json", "--llm")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)["vault"]["llm"]
+    assert done["model"] == "claude-test" and done["distilled"] >= 1
+    assert done["requests"] == len(fake.messages()) >= 1
+    assert all(m["tool_choice"]["name"] in ("conclusion", "conflict") for m in fake.messages())
