@@ -410,3 +410,24 @@ def test_bench_scenarios_llm_consolidates_the_vault_with_the_model(
     assert done["model"] == "claude-test" and done["distilled"] >= 1
     assert done["requests"] == len(fake.messages()) >= 1
     assert all(m["tool_choice"]["name"] in ("conclusion", "conflict") for m in fake.messages())
+
+
+def test_a_request_that_times_out_is_retried_and_a_run_that_never_gets_an_answer_goes_on(
+    chat: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    monkeypatch.setattr(llm, "TIMEOUT", 0.3)
+    monkeypatch.setattr(llm, "MAX_RETRIES", 1)
+    fake.push(Reply.text("too late", delay=1.0), Reply.tool_use("handover", _answer()))
+    with llm.Model(Store(chat.root)) as model:
+        written, source = llm.handover(model, _offline(chat), "memory")
+    assert (written, source) == (_answer(), "model")
+    assert len(fake.received) == 2  # the SDK gave up on the first and asked again
+    fake.push(Reply.text("too late", delay=1.0), Reply.text("too late", delay=1.0))
+    (chat.root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-slow}\n")
+    with llm.Model(Store(chat.root)) as model:
+        kept, source = llm.handover(model, _offline(chat), "memory")
+        assert model.report()["offline"] == [
+            "handover: the API could not be reached (APITimeoutError)"
+        ]
+    assert (kept, source) == (_offline(chat), "offline")
