@@ -1331,7 +1331,7 @@ def consolidate(
             dry_run,
             progress=progress,
             start=start,
-            model=model if model.on or use_llm else None,
+            model=None if use_llm is False else model,
         )
     if as_json:
         _emit_json(report.as_dict())

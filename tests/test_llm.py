@@ -431,3 +431,12 @@ def test_a_request_that_times_out_is_retried_and_a_run_that_never_gets_an_answer
             "handover: the API could not be reached (APITimeoutError)"
         ]
     assert (kept, source) == (_offline(chat), "offline")
+
+
+def test_a_configured_model_without_its_key_says_so_and_the_run_goes_on(
+    chat: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    done = ccm("consolidate")
+    assert done.exit_code == 0, done.output
+    assert "model: offline (no API key: set ANTHROPIC_API_KEY in the environment)" in done.stderr
