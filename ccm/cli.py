@@ -272,10 +272,20 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
 
 @main.command()
 @click.argument("sessions_", metavar="[SESSION]...", nargs=-1, type=SESSION)
+@click.option(
+    "--index",
+    "whole_index",
+    is_flag=True,
+    help="Build the recall index of these sessions again from raw.jsonl too (and embed "
+    "their turns again, with semantic recall on). By default it is brought up to date, "
+    "and built again only where raw.jsonl is no longer what it indexed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was rebuilt as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
-def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> None:
+def rebuild(
+    ctx: click.Context, sessions_: tuple[str, ...], whole_index: bool, as_json: bool
+) -> None:
     """Regenerate the derived tiers from raw.jsonl and events.jsonl (all sessions by default).
 
     The result is byte for byte what the incremental updates produce.
@@ -290,8 +300,9 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
     index = Index(store)
     for session in chosen:
         derived = derive.update(store, session, rebuild=True)
-        index.drop(session)
-        index.update(session, derived.tiers.manifest, embed=False)
+        if whole_index:
+            index.drop(session)
+        indexed = index.update(session, derived.tiers.manifest, embed=False)
         segments = derived.tiers.manifest["segments"]
         results.append(
             {
@@ -300,6 +311,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
                 "segments": len(segments),
                 "open_efforts": len(derived.tiers.open["efforts"]),
                 "written": derived.written,
+                "index": "rebuilt" if whole_index else f"{indexed} units updated",
             }
         )
     if index.semantic:  # the slow part, with its own progress
@@ -321,7 +333,7 @@ def rebuild(ctx: click.Context, sessions_: tuple[str, ...], as_json: bool) -> No
         changed = ", ".join(item["written"]) or "unchanged"
         click.echo(
             f"{item['session']}: {item['turns']} turns, {item['segments']} segments, "
-            f"{item['open_efforts']} open efforts ({changed})"
+            f"{item['open_efforts']} open efforts ({changed}); index {item['index']}"
             + (f"; {item['embedded']} turns embedded" if "embedded" in item else "")
         )
 

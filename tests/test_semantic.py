@@ -7,6 +7,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,3 +260,35 @@ def test_recall_by_meaning_finds_more_of_a_german_conversation(tmp_path: Path) -
     assert report["questions"] == 30 and not report["unresolved_evidence"]
     recall = {row["method"]: row["recall"] for row in report["results"]}
     assert recall["ccm-semantic"] >= recall["ccm"] + 0.1, recall
+
+
+@needs_e5
+def test_rebuild_keeps_the_index_and_its_vectors_unless_asked(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ccm.cli import main
+
+    store = _chat(tmp_path, semantic_on=True)
+
+    def rebuilt(*options: str) -> dict[str, Any]:
+        done = CliRunner().invoke(
+            main, ["--root", str(store.root), "rebuild", "chat", "--json", *options]
+        )
+        assert done.exit_code == 0, done.output
+        [item] = json.loads(done.stdout)
+        return dict(item)
+
+    def units() -> list[tuple[int, bytes]]:
+        with Index(store) as index:
+            return index.db.execute(
+                "SELECT u.id, v.vec FROM units u JOIN vectors v ON v.unit = u.id ORDER BY u.id"
+            ).fetchall()
+
+    before = units()
+    assert len(before) == 6
+    kept = rebuilt()
+    assert (kept["index"], kept["embedded"]) == ("0 units updated", 0)  # nothing to do
+    assert units() == before
+    again = rebuilt("--index")
+    assert (again["index"], again["embedded"]) == ("rebuilt", 6)  # every turn, anew
+    assert len(units()) == 6
