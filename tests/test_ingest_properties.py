@@ -13,8 +13,10 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from freezegun import freeze_time
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -257,3 +259,83 @@ def test_any_bytes(fmt: str, data: bytes, thinking: bool, tmp_path: Path) -> Non
 @example(data=b'{"type": []}\n{"role": "user", "content": "hi"}\n', thinking=False)
 def test_any_json_lines(fmt: str, data: bytes, thinking: bool, tmp_path: Path) -> None:
     check_ingest(data, fmt, thinking, tmp_path)
+
+
+# -- an input read a chunk at a time imports as if read whole -----------------------------
+
+TURN_LINES = st.one_of(
+    st.builds(
+        lambda role, content, tid: json.dumps(
+            {"role": role, "content": content, "ts": "2026-01-02T03:04:05Z"}
+            | ({"id": tid} if tid is not None else {})
+        ).encode(),
+        st.sampled_from(["user", "assistant"]),
+        st.sampled_from(["ok", "done", "and the next?", "x" * 40, "naïve ✓"]),
+        st.none() | st.sampled_from(["a", "b", "c", "d"]),
+    ),
+    st.sampled_from([b"", b"not json", b'{"role": "robot", "content": "?"}', b"[1, 2]"]),
+)
+
+
+def _raw(root: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted(root.rglob("*.jsonl"))]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=st.lists(TURN_LINES, max_size=6),
+    lines=st.lists(TURN_LINES, min_size=1, max_size=30),
+    chunk=st.integers(min_value=1, max_value=200),
+    fmt=st.sampled_from(["jsonl", "auto"]),
+    torn=st.booleans(),
+)
+def test_an_input_read_a_chunk_at_a_time_imports_as_if_read_whole(
+    before: list[bytes], lines: list[bytes], chunk: int, fmt: str, torn: bool
+) -> None:
+    """Duplicates by id and by content (the k-th occurrence of a turn without an id),
+    bad lines and their line numbers, an unfinished last line: the same raw.jsonl and
+    quarantine.jsonl, and the same report, whatever the chunk size."""
+    work = Path(tempfile.mkdtemp(prefix="ccm-chunks-"))
+    try:
+        data = b"\n".join(lines) + (b"" if torn else b"\n")
+        if not any(json_turn(line) for line in lines):
+            return  # nothing the format detection would call JSON Lines
+        source = work / "chat.jsonl"
+        source.write_bytes(data)
+        earlier = work / "earlier.jsonl"
+        earlier.write_bytes(b"".join(line + b"\n" for line in before))
+        reports = []
+        for name, size in (("whole", 1 << 30), ("chunked", chunk)):
+            with freeze_time("2026-11-25T08:00:00Z"):  # the time a quarantined line is kept
+                reports.append(_imported(work / name, earlier, before, source, fmt, size))
+        assert _raw(work / "whole") == _raw(work / "chunked")
+        assert reports[0] == reports[1]
+    finally:
+        shutil.rmtree(work)
+
+
+def _imported(
+    root: Path, earlier: Path, before: list[bytes], source: Path, fmt: str, size: int
+) -> Any:
+    from ccm.ingest import pipeline
+
+    store = Store(root)
+    store.init()
+    if before:
+        ingest(store, [str(earlier)], "jsonl", session="chat")
+    original = pipeline.CHUNK_BYTES
+    pipeline.CHUNK_BYTES = size
+    try:
+        return ingest(store, [str(source)], fmt, session="chat").as_dict()
+    except CCMError as exc:
+        return str(exc)
+    finally:
+        pipeline.CHUNK_BYTES = original
+
+
+def json_turn(line: bytes) -> bool:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "role" in value

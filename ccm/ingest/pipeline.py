@@ -15,7 +15,7 @@ import hashlib
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -330,8 +330,12 @@ def _known_lines(entries: Iterable[dict[str, Any] | None], want_contents: bool) 
     return known
 
 
-def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn], int]:
-    """The turns of `session` that the store does not hold yet, and the duplicates count."""
+def _new_turns(
+    session: SourceSession, known: _Known, occurrences: Counter[bytes] | None = None
+) -> tuple[list[SourceTurn], int]:
+    """The turns of `session` that the store does not hold yet, and the duplicates count;
+    `occurrences`: how often each turn without an id came in the input so far (an input
+    read a chunk at a time carries them from one chunk to the next)."""
     if not known.last_turn and not known.ids and not known.contents:
         # an empty session: only duplicates inside the input itself can be dropped
         ids = [t.id for t in session.turns if t.id is not None]
@@ -339,15 +343,16 @@ def _new_turns(session: SourceSession, known: _Known) -> tuple[list[SourceTurn],
             return list(session.turns), 0
     fresh: list[SourceTurn] = []
     duplicates = 0
-    occurrences: Counter[bytes] = Counter()
+    occurrences = Counter() if occurrences is None else occurrences
     for turn in session.turns:
         if turn.id is None:
             key = content_key(turn.role, turn.content)
-            occurrences[key] += 1
-            if occurrences[key] <= known.contents[key]:
-                duplicates += 1
-            else:
-                fresh.append(turn)
+            if key in known.contents:  # (only those the store holds are counted)
+                occurrences[key] += 1
+                if occurrences[key] <= known.contents[key]:
+                    duplicates += 1
+                    continue
+            fresh.append(turn)
             continue
         if turn.id not in known.ids:
             known.ids.add(turn.id)
@@ -403,24 +408,53 @@ def entry(turn: SourceTurn, number: int, source: str, now: str) -> dict[str, Any
     return entry
 
 
+@dataclass
+class _Carried:
+    """What the chunks of one input read a chunk at a time share, per session: what the
+    store held before the input (`known`, its last turn kept current), and how often
+    each turn without an id came in the chunks so far."""
+
+    known: _Known
+    occurrences: Counter[bytes] = field(default_factory=Counter)
+
+
 def append_session(
-    store: Store, session: SourceSession, now: str, recent: int | None = None
+    store: Store,
+    session: SourceSession,
+    now: str,
+    recent: int | None = None,
+    carried: dict[str, _Carried] | None = None,
 ) -> SessionResult:
     """Append the new turns of `session`; returns what was added. With `recent`, its
     turns can only be among the last `recent` of the stored session (see
-    `ingest_data`)."""
+    `ingest_data`). With `carried`, `session` is a chunk of an input read a chunk at a
+    time: its turns are told apart from what the store held before the input and from
+    the chunks before it, as they would be were the input read whole."""
     session_id = check_session_id(session.session_id)
     result = SessionResult(session_id, session.source)
     if not session.turns:
         return result
     validate = schemas.validator("raw_entry")
     with store.lock_raw(session_id) as raw:
-        anonymous = any(t.id is None for t in session.turns)
-        if recent is not None and not anonymous:
-            known = _known_lines(store.tail_turns(session_id, recent), False)
+        held = carried.get(session_id) if carried is not None else None
+        if held is not None:
+            known = held.known
+            last = raw.last_record()  # another writer may have appended since
+            known.last_turn = max(known.last_turn, int(last["turn"]) if last else 0)
         else:
-            known = _known_lines((line.record for line in raw.lines()), anonymous)
-        fresh, result.duplicates = _new_turns(session, known)
+            anonymous = carried is not None or any(t.id is None for t in session.turns)
+            if recent is not None and not anonymous:
+                known = _known_lines(store.tail_turns(session_id, recent), False)
+            else:
+                known = _known_lines((line.record for line in raw.lines()), anonymous)
+            if carried is not None:
+                held = carried[session_id] = _Carried(known)
+        fresh, result.duplicates = _new_turns(
+            session, known, held.occurrences if held is not None else None
+        )
+        if held is not None:  # the next chunk knows these (`_new_turns` may not add them)
+            known.ids.update(str(t.id) for t in fresh if t.id is not None)
+            known.parts.update(p.id for t in fresh for p in t.parts or [])
         entries = []
         number = known.last_turn
         for turn in fresh:
@@ -431,6 +465,7 @@ def append_session(
             validate(record)
             entries.append(record)
         raw.append(entries, fsync=store.config.fsync)
+        known.last_turn = number
     result.added = len(entries)
     if entries:
         result.first_turn = entries[0]["turn"]
@@ -454,6 +489,44 @@ def quarantine_rejected(store: Store, rejected: list[Rejected], fallback: str) -
         )
     for session, lines in by_session.items():
         store.quarantine(session, lines)
+
+
+CHUNK_BYTES = 16 * 1024 * 1024  # JSON Lines longer than this are read a chunk at a time
+HEAD_BYTES = 1024 * 1024  # at least this much of an input tells its format
+
+
+def _in_lines(path: Path, fmt: str) -> bool:
+    """Whether the input at `path` is plain JSON Lines (given, or found in its first
+    chunk): those are read a chunk at a time, in memory that does not grow with them."""
+    if fmt != "auto":
+        return fmt == "jsonl"
+    with path.open("rb") as handle:
+        head = handle.read(max(CHUNK_BYTES, HEAD_BYTES))
+    head = head[: head.rfind(b"\n") + 1] or head
+    try:
+        return detect_format(head, str(path)) == "jsonl"
+    except FormatError:  # a whole JSON document, say: read whole, as any other
+        return False
+
+
+def _chunks(path: Path) -> Iterator[tuple[bytes, tuple[int, int]]]:
+    """The input at `path` in pieces of about `CHUNK_BYTES` that end at a line end (the
+    last may not), each with the line and byte offset it starts at."""
+    lines = offset = 0
+    rest = b""
+    with path.open("rb") as handle:
+        while block := handle.read(CHUNK_BYTES):
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # a line longer than a chunk: read on (its importer caps it)
+                rest = data
+                continue
+            chunk, rest = data[:cut], data[cut:]
+            yield chunk, (lines, offset)
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+    if rest:
+        yield rest, (lines, offset)
 
 
 def _read(item: Input) -> bytes:
@@ -487,6 +560,15 @@ def ingest(
     now = utc_now()
     report = IngestReport(inputs=len(inputs))
     for item in inputs:
+        if item.path is not None and item.size > CHUNK_BYTES and _in_lines(item.path, fmt):
+            carried: dict[str, _Carried] = {}
+            for data, start in _chunks(item.path):
+                _ingest_input(
+                    store, report, data, item.name, "jsonl", options, now, None, start, carried
+                )
+                if progress is not None:
+                    progress(len(data))
+            continue
         data = _read(item)
         _ingest_input(store, report, data, item.name, fmt, options, now)
         if progress is not None:
@@ -546,8 +628,10 @@ def _ingest_input(
     now: str,
     recent: int | None = None,
     start: tuple[int, int] = (0, 0),
+    carried: dict[str, _Carried] | None = None,
 ) -> None:
-    """Parse one input and append its new turns, adding what happened to `report`."""
+    """Parse one input (or, with `carried`, one chunk of an input read a chunk at a
+    time) and append its new turns, adding what happened to `report`."""
     from ccm.ingest.lines import UTF8_HINT, wide_encoding
 
     try:
@@ -563,7 +647,7 @@ def _ingest_input(
         report.errors.append(str(exc))
         return
     for found in parsed.sessions:
-        result = append_session(store, found, now, recent)
+        result = append_session(store, found, now, recent, carried)
         if result.session in report.sessions:
             previous = report.sessions[result.session]
             previous.added += result.added
