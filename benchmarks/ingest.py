@@ -13,7 +13,12 @@ count and each peak RSS is that phase's alone:
   config defaults (fsync on: one fsync per session append);
 * re-import: the same file again, which must add 0 turns (the idempotency path);
 * session stats: ``store.session_stats(session)`` cold (every turn's tokens counted
-  with the BPE; the BPE's load is timed apart) and warm (from the .ccm/ cache).
+  with the BPE; the BPE's load is timed apart) and warm (from the .ccm/ cache);
+* the commands as a user runs them, each a ``ccm`` process of its own, wall time and
+  that process's peak RSS (``--no-commands`` leaves them out): ``ccm rebuild`` on the
+  imported session (the first derive of its tiers, and the index built), ``ccm
+  rebuild`` again (the tiers derived anew; the index only brought up to date), and
+  ``ccm rebuild --index`` (the index built again too).
 
 The goal ">= 20,000 turns/s for import alone" (the ingest phase) is reported, never
 enforced. To profile one phase, keep the files and run its child under cProfile::
@@ -168,6 +173,20 @@ def _run_child(phase: str, path: Path, root: Path, fmt: str) -> dict[str, Any]:
     return result
 
 
+def _command(root: Path, *args: str) -> dict[str, Any]:
+    """``ccm --root ROOT ARGS`` in a process of its own: its wall time and peak RSS."""
+    command = [sys.executable, "-m", "ccm", "--root", str(root), *args]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"`ccm {' '.join(args)}` failed with exit code {child.returncode}")
+    rss = usage.ru_maxrss if sys.platform == "darwin" else usage.ru_maxrss * 1024
+    return {"seconds": seconds, "peak_rss_bytes": rss}
+
+
 def _phase(name: str, seconds: float, turns: int, size: int, rss: int) -> dict[str, Any]:
     return {
         "name": name,
@@ -202,6 +221,16 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     if stats["turns"] != args.turns:
         raise SystemExit(f"session_stats counts {stats['turns']} turns, not {args.turns}")
 
+    commands = {}
+    if args.commands:
+        for key, name, options in (
+            ("rebuild_first", "ccm rebuild (1st)", ()),
+            ("rebuild", "ccm rebuild", ()),
+            ("rebuild_index", "ccm rebuild --index", ("--index",)),
+        ):
+            done = _command(root, "rebuild", SESSION, *options)
+            commands[key] = _phase(name, done["seconds"], args.turns, size, done["peak_rss_bytes"])
+
     ingest_s = first["seconds"]
     turns_per_s = args.turns / ingest_s if ingest_s else 0.0
     return {
@@ -230,6 +259,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "added": again["added"],
                 "duplicates": again["duplicates"],
             },
+            **commands,
         },
         "ingest_over_parse": round(ingest_s / parse["seconds"], 2),
         "session_stats": {
@@ -260,7 +290,7 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"input: {result['file_mb']:.1f} MB, {result['records']:,} records ({roles})")
     print(f"generated in {result['generate_seconds']:.2f} s (not counted)")
     print()
-    print(f"{'phase':<22}{'seconds':>10}{'turns/s':>12}{'MB/s':>9}{'peak RSS MB':>14}")
+    print(f"{'phase':<24}{'seconds':>10}{'turns/s':>12}{'MB/s':>9}{'peak RSS MB':>14}")
     for phase in result["phases"].values():
         name = phase["name"]
         if name == "ingest":
@@ -270,7 +300,7 @@ def print_table(result: dict[str, Any]) -> None:
         elif name == "bare JSON parse":
             name = f"bare parse (best of {phase['rounds']})"
         print(
-            f"{name:<22}{phase['seconds']:>10.3f}{phase['turns_per_s']:>12,.0f}"
+            f"{name:<24}{phase['seconds']:>10.3f}{phase['turns_per_s']:>12,.0f}"
             f"{phase['mb_per_s']:>9.1f}{phase['peak_rss_mb']:>14.1f}"
         )
     print()
@@ -300,6 +330,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--format", choices=FORMATS, default="jsonl", help="input format")
     parser.add_argument("--keep", metavar="DIR", help="keep the session and knowledge root here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--commands",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time `ccm rebuild` (twice) and `ccm rebuild --index` as commands",
+    )
     parser.add_argument(
         "--child", choices=("parse", "ingest", "reimport", "stats"), help=argparse.SUPPRESS
     )
