@@ -43,7 +43,10 @@ except ImportError:  # pragma: no cover - exercised without the extra
 
 DIMENSIONS = 384
 MAX_TOKENS = 256  # MiniLM's limit
-MAX_CHARS = 2000  # what of a turn is embedded: e5's 512-token window, about
+# what of a turn is embedded: about 250 tokens, MiniLM's limit; e5's window is 512, but a
+# turn's opening says what it is about, and its cost grows with its length (recall on the
+# scenarios was the same at 2,000 characters, at twice the cost of a long turn)
+MAX_CHARS = 1000
 _BATCH_TOKENS = 8192  # tokens per forward batch (padding included)
 
 MODELS = EMBEDDING_MODELS  # as config.schema.json lists them
