@@ -29,10 +29,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 
+from ccm.engine.health import HANDOVER_SECTIONS
 from ccm.store import Store, atomic_write
 
 log = logging.getLogger(__name__)
@@ -168,7 +170,7 @@ class Model:
         }
 
     # -- a request -------------------------------------------------------------
-    def _cache_path(self, question: Ask) -> Any:
+    def _cache_path(self, question: Ask) -> Path:
         inputs = {
             "version": CACHE_VERSION,
             "model": self.model,
@@ -242,7 +244,8 @@ class Model:
             )
             if block is None:
                 why = "the answer used no tool"
-                content: list[Any] = [{"type": "text", "text": "(no answer)"}]
+                text = "".join(getattr(b, "text", "") for b in message.content)
+                content: list[Any] = [{"type": "text", "text": text or "(no answer)"}]
                 result = f"Answer with the {question.task} tool."
                 tool_id = None
             else:
@@ -292,15 +295,6 @@ def _kind(exc: Any) -> str:
 
 # -- what the model writes ---------------------------------------------------------
 
-HANDOVER_SECTIONS = (
-    "task_context",
-    "completed_work",
-    "key_decisions",
-    "current_state",
-    "open_threads",
-    "corrections_and_failed_approaches",
-    "tone_and_register",
-)
 HANDOVER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -348,7 +342,15 @@ def handover(
     return {name: [str(line) for line in answer[name]] for name in HANDOVER_SECTIONS}, "model"
 
 
-SEGMENT_CHARS = 8000  # of a segment's turns a model reads to state its conclusion
+SEGMENT_CHARS = 8000  # of a segment's turns a model reads (the last of them)
+TURN_CHARS = 2000  # of each turn
+
+
+def as_read(turn: dict[str, Any]) -> str:
+    """A turn as a model reads it, among its segment's (`distil`, `summaries`)."""
+    return f"[turn {turn['turn']}] {turn['role']}: {str(turn['content'])[:TURN_CHARS]}"
+
+
 TITLE_WORDS = r"^\s*\S+(\s+\S+){2,9}\s*$"  # 3 to 10 words
 LAYERS = (
     "0: a raw, specific fact (connect() in db.py runs PRAGMA journal_mode=WAL); "
@@ -382,14 +384,13 @@ def distil(model: Model, record: Any, turns: dict[int, str]) -> int:
     """A model's statement, title, kind and layer for the conclusion of each concluded
     segment of a session's `record` (`ccm.sleep.artifacts.SessionRecord`), written into
     it in place (the detector's sentence kept as ``said``); `turns`: the session's turns
-    as a model reads them, by number. Returns how many the model gave; the others keep
+    as a model reads them (`as_read`), by number. Returns how many the model gave; the others keep
     their offline form."""
-    from ccm.engine.conclusions import CUES
-    from ccm.sleep.graph import CHOICE
+    from ccm.engine.conclusions import CONFIDENCE
 
     if not model.on:
         return 0
-    kinds = sorted({str(cue[0]) for cue in CUES} | CHOICE | {"fix"})
+    kinds = sorted(CONFIDENCE)  # the kinds the detector gives
     chosen = [
         s
         for s in record["segments"]
@@ -400,9 +401,8 @@ def distil(model: Model, record: Any, turns: dict[int, str]) -> int:
         conclusion = segment["conclusion"]
         first, last = segment["raw_lines"]
         upto = min(last, int(conclusion["turn"]) + 1)
-        said = "\n\n".join(f"[turn {n}] {turns[n]}" for n in range(first, upto + 1) if n in turns)[
-            -SEGMENT_CHARS:
-        ]
+        said = "\n\n".join(turns[n] for n in range(first, upto + 1) if n in turns)
+        said = said[-SEGMENT_CHARS:]
         prompt = (
             f"<turns>\n{said}\n</turns>\n\n"
             f"ccm's detector took turn {conclusion['turn']} as where this stretch concluded "

@@ -182,7 +182,7 @@ def _written_summaries(
             continue
         at = bisect.bisect_right(starts, turn["turn"]) - 1
         if at >= 0 and turn["turn"] <= spans[ordered[at]][1]:
-            said[ordered[at]].append(f"[turn {turn['turn']}] {turn['role']}: {turn['content']}")
+            said[ordered[at]].append(llm.as_read(turn))
     segments = [(sid, "\n\n".join(said[sid]), str(wanted[sid]["summary"])) for sid in chosen]
     words = int(store.config.get("segments", "summary_tokens"))
     written = llm.summaries(model, segments, words)

@@ -303,6 +303,17 @@ def _tone(state: dict[str, Any]) -> str:
     )
 
 
+HANDOVER_SECTIONS = (  # of a handover, in order (`summary`, and a model's: `ccm.llm`)
+    "task_context",
+    "completed_work",
+    "key_decisions",
+    "current_state",
+    "open_threads",
+    "corrections_and_failed_approaches",
+    "tone_and_register",
+)
+
+
 def summary(
     state: dict[str, Any], tiers: Tiers, events: list[dict[str, Any]]
 ) -> dict[str, list[str]]:
@@ -356,12 +367,5 @@ def summary(
     notes = [n["text"] for n in tiers.manifest.get("notes", [])]
     if notes:
         task_context += [f"Note: {n}" for n in notes]
-    return {
-        "task_context": task_context,
-        "completed_work": completed,
-        "key_decisions": decisions,
-        "current_state": current,
-        "open_threads": threads,
-        "corrections_and_failed_approaches": corrections,
-        "tone_and_register": [_tone(state)],
-    }
+    found = (task_context, completed, decisions, current, threads, corrections, [_tone(state)])
+    return dict(zip(HANDOVER_SECTIONS, found, strict=True))

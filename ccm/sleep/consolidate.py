@@ -36,7 +36,6 @@ from ccm.sleep.graph import Edge, Linked, candidates, propagate, relink, resolve
 from ccm.store import Store
 
 log = logging.getLogger(__name__)
-TURN_CHARS = 2000  # of each turn a model reads to state a segment's conclusion
 
 CHANGES_SHOWN = 10  # confidence changes listed in a report
 MIN_CHANGE = 0.005
@@ -198,7 +197,7 @@ def _read_session(
         if turn["turn"] in wanted:
             turns[turn["turn"]] = turn
         if turn["turn"] in read:
-            said[turn["turn"]] = f"{turn['role']}: {str(turn['content'])[:TURN_CHARS]}"
+            said[turn["turn"]] = llm.as_read(turn)
     # a session with no title of its own (Claude Code, a subagent) is named after what
     # it was asked first
     title = title or (artifacts.request_title(opening) if opening else None)
