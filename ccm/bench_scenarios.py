@@ -826,8 +826,8 @@ def vault(
     store = _root(folder, llm_settings=llm_settings)
     for scenario in scenarios:
         _import(store, scenario.chat, scenario.session, derive=False)
-    with llm.Model(store, True if llm_settings else None) as model:
-        done = consolidate(store, model=model if llm_settings else None)
+    with llm.Model(store) as model:  # asked where `llm_settings` name a provider
+        done = consolidate(store, model=model if model.asked else None)
     sessions = {scenario.name: scenario.session for scenario in scenarios}
     notes = []
     session_of: dict[str, str | None] = {}
@@ -873,7 +873,7 @@ def vault(
         "junk": len(junk),
         "junk_titles": junk,
         "by_conclusion": conclusions,
-    } | ({"llm": {**done.llm, "distilled": done.distilled}} if done.llm is not None else {})
+    } | ({"llm": done.llm} if done.llm is not None else {})
 
 
 def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -589,21 +589,11 @@ def compact(
     with llm.Model(store, use_llm) as model:
         plan = memory.compact(store, session, strategy, dry_run, model)
         done = model.report()
-    if not dry_run and (model.on or use_llm):
-        if done["off"]:
-            click.echo(f"model: offline ({done['off']})", err=True)
-        else:
-            click.echo(
-                f"model: {done['answered'] + done['cached']} of {len(plan.summarized)} summaries "
-                f"written by {done['model']} ({done['requests']} requests, {done['cached']} "
-                "from the cache)"
-                + (
-                    f"; ccm's own kept for the rest: {done['offline'][0]}"
-                    if done["offline"]
-                    else ""
-                ),
-                err=True,
-            )
+    if model.asked and not dry_run:
+        written = done["answered"] + done["cached"]
+        click.echo(
+            _model_line(done, f"wrote {written} of {len(plan.summarized)} summaries"), err=True
+        )
     if as_json:
         _emit_json({**plan.as_dict(), "dry_run": dry_run})
         return
@@ -647,18 +637,10 @@ def summary(ctx: click.Context, session: str, use_llm: bool | None, as_json: boo
         if model.on:
             memory = context.assemble(store, session, HANDOVER_BUDGET).text()
             sections, source = llm.handover(model, sections, memory)
-        report = model.report()
-    if model.on:
-        if source == "model":
-            click.echo(
-                f"written by {report['model']} ({report['requests']} requests, "
-                f"{report['cached']} from the cache)",
-                err=True,
-            )
-        else:
-            click.echo(f"offline: {'; '.join(report['offline'])}", err=True)
-    elif use_llm:
-        click.echo(f"offline: {model.off}", err=True)
+        done = model.report()
+    if model.asked:
+        did = "wrote the handover" if source == "model" else "wrote no handover (ccm's stands)"
+        click.echo(_model_line(done, did), err=True)
     if as_json:
         _emit_json(sections)
         return
@@ -1098,7 +1080,7 @@ def _print_scenarios(report: dict[str, Any]) -> None:
         f"junk titles {vault['junk']} of {vault['notes']}"
     )
     if "llm" in vault:
-        click.echo(_model_line(vault["llm"], vault["llm"]["distilled"], 0))
+        click.echo(_model_line(vault["llm"], _distilled(vault["llm"])))
     for item in report["scenarios"]:
         for error in item["errors"]:
             click.echo(f"warning: {item['scenario']}: {error}", err=True)
@@ -1343,7 +1325,7 @@ def consolidate(
             dry_run,
             progress=progress,
             start=start,
-            model=None if use_llm is False else model,
+            model=model if model.asked else None,
         )
     if as_json:
         _emit_json(report.as_dict())
@@ -1373,24 +1355,31 @@ def _print_consolidation(report: Any) -> None:
     for skipped in report.skipped:
         click.echo(f"  skipped {skipped['session']}: {skipped['why']}", err=True)
     if report.llm is not None:
-        click.echo(_model_line(report.llm, report.distilled, report.judged), err=True)
+        click.echo(_model_line(report.llm, _distilled(report.llm)), err=True)
     if report.report_path:
         click.echo(f"Report: {report.report_path}")
 
 
-def _model_line(done: dict[str, Any], distilled: int, judged: int) -> str:
-    """What the model did in a run, in a line (or why it was off)."""
+def _model_line(done: dict[str, Any], did: str) -> str:
+    """What the model did in a command (`did`, and `llm.Model.report`'s `done`), in a
+    line, or why it was off."""
     if done["off"]:
         return f"model: offline ({done['off']})"
     line = (
-        f"model: {done['model']} stated {distilled} conclusion(s), settled {judged} "
-        f"conflict(s); {done['requests']} "
-        f"request(s), {done['cached']} from the cache, {done['input_tokens']} tokens in, "
-        f"{done['output_tokens']} out"
+        f"model: {done['model']} {did}; {done['requests']} request(s), {done['cached']} "
+        f"from the cache, {done['input_tokens']} tokens in, {done['output_tokens']} out"
     )
     if done["offline"]:
         line += f"; {len(done['offline'])} kept offline: {done['offline'][0]}"
     return line
+
+
+def _distilled(done: dict[str, Any]) -> str:
+    """What the model did in a consolidation."""
+    return (
+        f"stated {done.get('distilled', 0)} conclusion(s), "
+        f"settled {done.get('judged', 0)} conflict(s)"
+    )
 
 
 @main.command("export")

@@ -84,6 +84,8 @@ class Model:
         self._lock = threading.Lock()
         self._client: Any = None
         self.off = self._why_off(enabled)
+        # whether the command is to say what the model did, or why it was off
+        self.asked = bool(enabled) or (enabled is None and self.provider != "none")
 
     def _why_off(self, enabled: bool | None) -> str | None:
         if enabled is False:

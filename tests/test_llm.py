@@ -79,7 +79,7 @@ def test_the_model_writes_the_handover_and_a_second_run_asks_nothing(
     first = ccm("summary", "fly", "--json")
     assert first.exit_code == 0, first.output
     assert json.loads(first.stdout) == written
-    assert "written by claude-test (1 requests, 0 from the cache)" in first.stderr
+    assert "model: claude-test wrote the handover; 1 request(s), 0 from the cache" in first.stderr
     [asked] = fake.messages()
     assert asked["model"] == "claude-test"
     assert asked["tool_choice"] == {"type": "tool", "name": "handover"}
@@ -91,7 +91,7 @@ def test_the_model_writes_the_handover_and_a_second_run_asks_nothing(
     # the same inputs again: the answer comes from the cache, no request is made
     again = ccm("summary", "fly", "--json")
     assert again.exit_code == 0 and json.loads(again.stdout) == written
-    assert len(fake.messages()) == 1 and "0 requests, 1 from the cache" in again.stderr
+    assert len(fake.messages()) == 1 and "0 request(s), 1 from the cache" in again.stderr
     # the key is nowhere in the root
     assert KEY.encode() not in _everything_written(chat.root)
     # --no-llm: the offline handover, and no request
@@ -118,7 +118,7 @@ def test_an_answer_that_does_not_validate_is_asked_again_once(
     fake.push(Reply.tool_use("handover", incomplete), Reply.text("I'd rather not."))
     kept = ccm("summary", "fly", "--json")
     assert kept.exit_code == 0 and json.loads(kept.stdout) == _offline(chat)
-    assert "offline: handover: the answer used no tool, twice" in kept.stderr
+    assert "kept offline: handover: the answer used no tool, twice" in kept.stderr
     assert len(fake.messages()) == 4
 
 
@@ -192,7 +192,7 @@ def test_the_model_is_off_unless_configured_with_a_key(
     (chat.root / "config.yaml").write_text("recall: {semantic: false}\n")
     assert llm.Model(Store(chat.root)).off == "off (llm.provider: none)"
     result = ccm("summary", "fly", "--llm")
-    assert result.exit_code == 0 and "offline: --llm, but config.yaml sets no llm.provider" in (
+    assert result.exit_code == 0 and "model: offline (--llm, but config.yaml sets no llm.provider" in (
         result.stderr
     )
     bad = Store(chat.root)
@@ -365,7 +365,7 @@ def test_compact_with_the_model_records_its_summaries_as_events(
     done = ccm("--root", str(root), "compact", "ledger-sync", "--json")
     assert done.exit_code == 0, done.output
     assert (
-        f"model: {len(chosen) - 1} of {len(chosen)} summaries written by claude-test" in done.stderr
+        f"model: claude-test wrote {len(chosen) - 1} of {len(chosen)} summaries" in done.stderr
     )
     assert "the API answered 400 (invalid_request_error)" in done.stderr
     asked = fake.messages()[0]

@@ -86,9 +86,9 @@ class Report:
     written: list[str] = field(default_factory=list)
     titles: dict[str, str] = field(default_factory=dict)  # node id -> title, for the report
     paths: dict[str, str] = field(default_factory=dict)  # node id -> vault path
-    llm: dict[str, Any] | None = None  # what the model did (`ccm.llm.Model.report`), when asked
-    distilled: int = 0  # conclusions the model stated, titled and placed this run
-    judged: int = 0  # conflicts settled by the model's judgement
+    # what the model did, when one was asked (`ccm.llm.Model.report`), with how many
+    # conclusions it stated ("distilled") and conflicts it settled ("judged")
+    llm: dict[str, Any] | None = None
 
     @property
     def changed(self) -> bool:
@@ -151,11 +151,7 @@ class Report:
             "confidence_changes": self.confidence_changes,
             "report": self.report_path,
             "files_written": len(self.written),
-        } | (
-            {"llm": {**self.llm, "distilled": self.distilled, "judged": self.judged}}
-            if self.llm is not None
-            else {}
-        )
+        } | ({"llm": self.llm} if self.llm is not None else {})
 
 
 # ---------------------------------------------------------------- reading sessions
@@ -238,8 +234,9 @@ def consolidate(
 ) -> Report:
     """Consolidate what changed since the last run; see the module docstring.
 
-    `model`: where it is on, it states, titles and places the conclusions of the
-    sessions read (`llm.distil`); the report says what it did and cost.
+    `model`: the model asked (`llm.Model.asked`); where it is on, it states, titles
+    and places the conclusions of the sessions read (`llm.distil`) and settles the
+    conflicts (`llm.judge`); the report says what it did and cost, or why it was off.
 
     `sessions` forces those sessions to be read again (and only those, but for any
     the last run's state does not hold: a lost state costs one full run); `since`
@@ -268,8 +265,9 @@ def _run(
         run_at=moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
         dry_run=dry_run,
     )
-    if model is not None and model.provider != "none":
-        report.llm = model.report()  # filled in again once the sessions are read
+    if model is not None:  # filled in again once the graph is settled
+        report.llm = {**model.report(), "distilled": 0, "judged": 0}
+    distilled = 0
     root = store.root
     state = vault.load_state(store)
     cached: dict[str, Any] = dict(state.get("sessions", {}))  # a copy: `state` is compared
@@ -328,7 +326,7 @@ def _run(
             new_cache.pop(session, None)
         else:
             record, stated = read
-            report.distilled += stated
+            distilled += stated
             records[session] = record
             new_cache[session] = {
                 "signature": signatures[session],
@@ -342,9 +340,9 @@ def _run(
 
     segments = artifacts.segments_by_node(records.values())
     graph, linked = _settle(store, records, segments, state, model)
-    if report.llm is not None and model is not None:
-        report.llm = model.report()
-        report.judged = sum("as the model judged" in c.reason for c in graph.conflicts)
+    if model is not None:
+        judged = sum(c.judged for c in graph.conflicts)
+        report.llm = {**model.report(), "distilled": distilled, "judged": judged}
     summary = {
         "nodes": len(graph.nodes),
         "edges": len(graph.edges),

@@ -90,6 +90,7 @@ class Conflict:
     loser: str
     rule: str  # "choice" or "truth"
     reason: str
+    judged: bool = False  # settled by a model's judgement (`Judgement`), not the rules
 
 
 @dataclass(frozen=True)
@@ -578,7 +579,8 @@ def resolve(
                 ("truth", "contradicted") if judgement.truth else ("choice", "superseded")
             )
             winner, loser = (later, earlier) if judgement.later_stands else (earlier, later)
-            reason = f"a matter of {'fact' if judgement.truth else 'preference'}, as the model judged: {judgement.reason}"
+            matter = "fact" if judgement.truth else "preference"
+            reason = f"a matter of {matter}, as the model judged: {judgement.reason}"
         elif edge.type == "supersedes" or (earlier.kind in CHOICE and later.kind in CHOICE):
             winner, loser, rule, outcome = later, earlier, "choice", "superseded"
             reason = (
@@ -600,7 +602,8 @@ def resolve(
                 )
         if rank[outcome] > rank[status[loser.id]]:
             status[loser.id] = outcome
-        conflicts.append(Conflict(winner.id, loser.id, rule, f"{reason}; edge: {edge.evidence}"))
+        reason = f"{reason}; edge: {edge.evidence}"
+        conflicts.append(Conflict(winner.id, loser.id, rule, reason, judgement is not None))
     return Resolution(status, conflicts)
 
 

@@ -46,8 +46,8 @@ def markdown(report: Report) -> str:
     if report.llm is not None and report.llm["on"]:
         done = report.llm
         out.append(
-            f"The model ({done['model']}) stated {report.distilled} conclusion(s) and "
-            f"settled {report.judged} conflict(s): "
+            f"The model ({done['model']}) stated {done['distilled']} conclusion(s) and "
+            f"settled {done['judged']} conflict(s): "
             f"{done['requests']} request(s), {done['cached']} answer(s) from the cache, "
             f"{done['input_tokens']} tokens in and {done['output_tokens']} out"
             + (f"; {len(done['offline'])} kept their offline form." if done["offline"] else ".")
