@@ -315,13 +315,12 @@ def rebuild(
             }
         )
     if index.semantic:  # the slow part, with its own progress
-        missing = {session: index.unembedded(session) for session in chosen}
-        show_bar = not as_json and sum(missing.values()) >= 100 and sys.stderr.isatty()
+        missing = sum(index.unembedded(session) for session in chosen)
         with contextlib.ExitStack() as stack:
             step = None
-            if show_bar:
+            if not as_json and missing >= 100 and sys.stderr.isatty():
                 label = f"Embedding with {index.model}"
-                bar = click.progressbar(length=sum(missing.values()), label=label, file=sys.stderr)
+                bar = click.progressbar(length=missing, label=label, file=sys.stderr)
                 step = stack.enter_context(bar).update
             for item in results:
                 item["embedded"] = index.embed(item["session"], step)

@@ -472,26 +472,20 @@ def _model_missing(model: str) -> str | None:
 class Index:
     """The FTS5 index of one knowledge root."""
 
-    def __init__(
-        self,
-        store: Store,
-        semantic: bool | None = None,
-        shared: bool = False,
-        model: str | None = None,
-    ) -> None:
+    def __init__(self, store: Store, semantic: bool | None = None, shared: bool = False) -> None:
         """`shared`: the connection may be used from any thread (the caller makes sure
         one at a time), as a server that keeps one index open does.
 
-        `semantic`: hybrid recall with embedding `model` (both from config.yaml unless
-        given). Asked for by config where the model cannot run, recall stays lexical
-        and `unavailable` says why (logged once); asked for by the caller, `embed`
-        raises that."""
+        `semantic`: hybrid recall with config.yaml's ``recall.model`` (from config.yaml
+        unless given). Asked for by config where the model cannot run, recall stays
+        lexical and `unavailable` says why (logged once); asked for by the caller,
+        `embed` raises that."""
         self.store = store
         self.shared = shared
         self.path = store.cache / "index.sqlite"
         self._db: sqlite3.Connection | None = None
         self._postings: lexical.Postings | None = None
-        self.model = str(model or store.config.get("recall", "model"))
+        self.model = str(store.config.get("recall", "model"))
         self.unavailable: str | None = None
         if semantic is None:
             semantic = bool(store.config.get("recall", "semantic"))
@@ -721,17 +715,22 @@ class Index:
         found = self.db.execute(_UNEMBEDDED.format(what="count(*)"), (session,)).fetchone()
         return int(found[0])
 
+    def _vectors_model(self) -> str | None:
+        """The model that made the vectors the index holds (None before any)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
+        return str(row[0]) if row is not None else None
+
     def _vectors_of(self, model: str) -> None:
         """Make the vectors the index holds those of `model`: another model's are
         deleted (every session's turns are embedded again as they are updated, or by
         `ccm rebuild`), never mixed with its."""
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
-        if row is not None and row[0] == model:
+        made = self._vectors_model()
+        if made == model:
             return
         with self._writing():
-            if row is not None:
+            if made is not None:
                 log.warning(
-                    "recall.model is now %s: the vectors of %s are embedded again", model, row[0]
+                    "recall.model is now %s: the vectors of %s are embedded again", model, made
                 )
             self.db.execute("DELETE FROM vectors")
             self.db.execute(
@@ -753,8 +752,7 @@ class Index:
 
     def embedded(self) -> dict[str, Any]:
         """How far hybrid recall is: the model, and how many turns have its vectors."""
-        row = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
-        same = row is not None and row[0] == self.model
+        same = self._vectors_model() == self.model
         turns = self.db.execute(
             "SELECT count(*) FROM units WHERE kind='turn' AND role != 'tool'"
         ).fetchone()[0]
@@ -771,8 +769,7 @@ class Index:
         ).fetchone()[0]
         if not count or not semantic.HAVE_NUMPY:
             return {}
-        made = self.db.execute("SELECT value FROM meta WHERE key=?", (MODEL_KEY,)).fetchone()
-        if made is None or made[0] != self.model:  # another model's: not comparable
+        if self._vectors_model() != self.model:  # another model's: not comparable
             return {}
         import numpy as np
 

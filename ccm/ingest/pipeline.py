@@ -442,6 +442,7 @@ def append_session(
             last = raw.last_record()  # another writer may have appended since
             known.last_turn = max(known.last_turn, int(last["turn"]) if last else 0)
         else:
+            # (a later chunk may hold turns without an id: their like are counted now)
             anonymous = carried is not None or any(t.id is None for t in session.turns)
             if recent is not None and not anonymous:
                 known = _known_lines(store.tail_turns(session_id, recent), False)
@@ -492,16 +493,17 @@ def quarantine_rejected(store: Store, rejected: list[Rejected], fallback: str) -
 
 
 CHUNK_BYTES = 16 * 1024 * 1024  # JSON Lines longer than this are read a chunk at a time
-HEAD_BYTES = 1024 * 1024  # at least this much of an input tells its format
+HEAD_BYTES = 1024 * 1024  # what of such an input tells its format (its first lines)
 
 
 def _in_lines(path: Path, fmt: str) -> bool:
     """Whether the input at `path` is plain JSON Lines (given, or found in its first
-    chunk): those are read a chunk at a time, in memory that does not grow with them."""
+    lines): those are read a chunk at a time, in memory that does not grow with them. A
+    first line longer than `HEAD_BYTES` tells nothing, and the input is read whole."""
     if fmt != "auto":
         return fmt == "jsonl"
     with path.open("rb") as handle:
-        head = handle.read(max(CHUNK_BYTES, HEAD_BYTES))
+        head = handle.read(HEAD_BYTES)
     head = head[: head.rfind(b"\n") + 1] or head
     try:
         return detect_format(head, str(path)) == "jsonl"
