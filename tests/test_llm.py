@@ -66,6 +66,25 @@ def _everything_written(root: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file())
 
 
+def _root_of(tmp_path: Path, name: str, config: str, **sessions: str) -> Path:
+    """A knowledge root `name` with `config` and each of `sessions` (JSON lines) ingested."""
+    root = tmp_path / name
+    root.mkdir()
+    (root / "config.yaml").write_text(config)
+    for session, text in sessions.items():
+        source = tmp_path / f"{name}-{session}.jsonl"
+        source.write_text(text, encoding="utf-8")
+        assert ccm("--root", str(root), "ingest", str(source), "--session", session).exit_code == 0
+    return root
+
+
+def _nothing_listens() -> str:
+    """The address of a port on 127.0.0.1 that nothing listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
 def test_the_sections_are_those_of_the_offline_handover(chat: Store) -> None:
     assert tuple(_offline(chat)) == llm.HANDOVER_SECTIONS
 
@@ -146,10 +165,7 @@ def test_an_api_that_refuses_or_cannot_be_reached_leaves_the_offline_handover(
     refused = ccm("summary", "fly", "--json")
     assert refused.exit_code == 0 and json.loads(refused.stdout) == _offline(chat)
     assert "the API answered 401 (authentication_error)" in refused.stderr
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed}")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", _nothing_listens())
     monkeypatch.setattr(llm, "MAX_RETRIES", 0)
     down = ccm("summary", "fly")
     assert down.exit_code == 0, down.output
@@ -192,8 +208,9 @@ def test_the_model_is_off_unless_configured_with_a_key(
     (chat.root / "config.yaml").write_text("recall: {semantic: false}\n")
     assert llm.Model(Store(chat.root)).off == "off (llm.provider: none)"
     result = ccm("summary", "fly", "--llm")
-    assert result.exit_code == 0 and "model: offline (--llm, but config.yaml sets no llm.provider" in (
-        result.stderr
+    assert (
+        result.exit_code == 0
+        and "model: offline (--llm, but config.yaml sets no llm.provider" in (result.stderr)
     )
     bad = Store(chat.root)
     (chat.root / "config.yaml").write_text("llm: {api_key: sk-oops}\n")
@@ -207,12 +224,8 @@ def test_consolidate_with_the_model_states_titles_and_places_each_conclusion(
 ) -> None:
     from tests.test_consolidate import QUEUE_SQLITE, artifact_of, broken_links
 
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
-    source = tmp_path / "queue.jsonl"
-    source.write_text(QUEUE_SQLITE, encoding="utf-8")
-    assert ccm("--root", str(root), "ingest", str(source), "--session", "queue").exit_code == 0
+    config = "llm: {provider: anthropic, model: claude-test}\n"
+    root = _root_of(tmp_path, "root", config, queue=QUEUE_SQLITE)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     stated = {
@@ -257,11 +270,9 @@ def test_consolidate_with_the_api_down_writes_the_offline_vault_and_says_why(
 ) -> None:
     from tests.test_consolidate import QUEUE_SQLITE
 
-    def vault_of(root: Path, *options: str) -> tuple[dict[str, bytes], Any]:
-        source = tmp_path / "queue.jsonl"
-        source.write_text(QUEUE_SQLITE, encoding="utf-8")
-        assert ccm("--root", str(root), "ingest", str(source), "--session", "queue").exit_code == 0
-        done = ccm("--root", str(root), "consolidate", *options)
+    def vault_of(name: str, config: str) -> tuple[dict[str, bytes], Any]:
+        root = _root_of(tmp_path, name, config, queue=QUEUE_SQLITE)
+        done = ccm("--root", str(root), "consolidate")
         assert done.exit_code == 0, done.output
         files = {
             p.relative_to(root).as_posix(): p.read_bytes()
@@ -270,17 +281,11 @@ def test_consolidate_with_the_api_down_writes_the_offline_vault_and_says_why(
         }
         return files, done
 
-    offline, _ = vault_of(tmp_path / "offline")
-    root = tmp_path / "down"
-    root.mkdir()
-    (root / "config.yaml").write_text("llm: {provider: anthropic}\n")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = probe.getsockname()[1]
+    offline, _ = vault_of("offline", "")
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed}")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", _nothing_listens())
     monkeypatch.setattr(llm, "MAX_RETRIES", 0)
-    down, done = vault_of(root)
+    down, done = vault_of("down", "llm: {provider: anthropic}\n")
     assert down == offline
     assert "model: claude-haiku-4-5 stated 0 conclusion(s), settled 0 conflict(s)" in done.stderr
     assert "kept offline: conclusion: the API could not be reached" in done.stderr
@@ -291,13 +296,9 @@ def test_the_model_settles_a_conflict_and_the_vault_follows_its_word(
 ) -> None:
     from tests.test_consolidate import QUEUE_POSTGRES, QUEUE_SQLITE, artifact_of
 
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "config.yaml").write_text("llm: {provider: anthropic, model: claude-test}\n")
-    for session, text in (("queue-a", QUEUE_SQLITE), ("queue-b", QUEUE_POSTGRES)):
-        source = tmp_path / f"{session}.jsonl"
-        source.write_text(text, encoding="utf-8")
-        assert ccm("--root", str(root), "ingest", str(source), "--session", session).exit_code == 0
+    config = "llm: {provider: anthropic, model: claude-test}\n"
+    sessions = {"queue-a": QUEUE_SQLITE, "queue-b": QUEUE_POSTGRES}
+    root = _root_of(tmp_path, "root", config, **sessions)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     # the conclusions keep the detector's words (the model's answers to them are not
@@ -364,9 +365,7 @@ def test_compact_with_the_model_records_its_summaries_as_events(
     fake.push(Reply.error(400, "invalid_request_error", "too long"))  # the last keeps ccm's
     done = ccm("--root", str(root), "compact", "ledger-sync", "--json")
     assert done.exit_code == 0, done.output
-    assert (
-        f"model: claude-test wrote {len(chosen) - 1} of {len(chosen)} summaries" in done.stderr
-    )
+    assert f"model: claude-test wrote {len(chosen) - 1} of {len(chosen)} summaries" in done.stderr
     assert "the API answered 400 (invalid_request_error)" in done.stderr
     asked = fake.messages()[0]
     assert asked["tool_choice"] == {"type": "tool", "name": "summary"}
