@@ -35,6 +35,7 @@ import logging
 import re
 import threading
 import time
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -338,7 +339,7 @@ class Proxy:
         self.upstream = settings.upstream.rstrip("/")
         self.transport = transport
         self.client: httpx2.AsyncClient | None = None
-        self.locks: dict[str, asyncio.Lock] = {}
+        self.locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.pending: set[asyncio.Task[None]] = set()
         # one index kept open for manage mode's contexts, used by one thread at a time
         self.index: Index | None = None
@@ -417,7 +418,7 @@ class Proxy:
         """Record the request's new turns; in manage mode, build what goes upstream. A
         failure to record or to assemble is logged and the request goes on unchanged:
         the caller is never refused for ccm's sake."""
-        lock = self.locks.setdefault(session, asyncio.Lock())
+        lock = self.locks[session]
         async with lock:
             try:
                 recorded = await _run(live.record_request, self.store, session, body)
@@ -462,7 +463,7 @@ class Proxy:
         with what it appended (the request's turns and the reply), under the session's
         lock, so that its next request starts from them."""
         try:
-            async with self.locks.setdefault(call.session, asyncio.Lock()):
+            async with self.locks[call.session]:
                 await _run(self._bring_up_to_date, call.session)
                 self.current.add(call.session)
         except Exception as exc:  # the next request brings them up to date itself
@@ -706,7 +707,7 @@ class Proxy:
         """The end of a streamed reply to the caller, then the reply recorded. The caller
         may ask again as soon as it has the end, repeating the reply: the session's lock
         is taken first, so that its next request is recorded after the reply."""
-        async with self.locks.setdefault(call.session, asyncio.Lock()):
+        async with self.locks[call.session]:
             queue.put_nowait(end)
             await self._replied(call, message)
 
