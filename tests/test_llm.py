@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import pytest
 
 from ccm import llm
@@ -86,7 +87,11 @@ def _nothing_listens() -> str:
 
 
 def test_the_sections_are_those_of_the_offline_handover(chat: Store) -> None:
-    assert tuple(_offline(chat)) == llm.HANDOVER_SECTIONS
+    """The offline handover has the shape a model's must have, so either stands for the
+    other (`llm.handover` returns the one or the other)."""
+    offline = _offline(chat)
+    assert tuple(offline) == llm.HANDOVER_SECTIONS
+    fastjsonschema.validate(llm.HANDOVER_SCHEMA, offline)
 
 
 def test_the_model_writes_the_handover_and_a_second_run_asks_nothing(
@@ -289,6 +294,10 @@ def test_consolidate_with_the_api_down_writes_the_offline_vault_and_says_why(
     assert down == offline
     assert "model: claude-haiku-4-5 stated 0 conclusion(s), settled 0 conflict(s)" in done.stderr
     assert "kept offline: conclusion: the API could not be reached" in done.stderr
+    [report] = (tmp_path / "down" / "reports").glob("*.md")  # the sleep report says why too
+    assert "kept their offline form (conclusion: the API could not be reached" in (
+        report.read_text(encoding="utf-8")
+    )
 
 
 def test_the_model_settles_a_conflict_and_the_vault_follows_its_word(

@@ -50,7 +50,11 @@ def markdown(report: Report) -> str:
             f"settled {done['judged']} conflict(s): "
             f"{done['requests']} request(s), {done['cached']} answer(s) from the cache, "
             f"{done['input_tokens']} tokens in and {done['output_tokens']} out"
-            + (f"; {len(done['offline'])} kept their offline form." if done["offline"] else ".")
+            + (
+                f"; {len(done['offline'])} kept their offline form ({done['offline'][0]})."
+                if done["offline"]
+                else "."
+            )
         )
     out.append("")
 
