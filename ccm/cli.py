@@ -108,6 +108,53 @@ def _errors_as_exit_codes(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _executor_options(what: str) -> Callable[[F], F]:
+    """``--executor``, ``--scheduler`` and ``--workers``: where a command's per-session
+    work (`what`) runs (`ccm.executors`); the command gets them as ``executor``."""
+
+    def decorate(func: F) -> F:
+        @click.option(
+            "--executor",
+            "executor_kind",
+            type=click.Choice(["local", "processes", "dask"]),
+            default="local",
+            help=f"Where {what} runs: here, in worker processes, or on a Dask cluster "
+            "(the ccm[dask] extra; the root must be on storage every worker sees).",
+        )
+        @click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="The Dask scheduler to use (tcp://host:8786); without it, --executor dask "
+            "starts a local cluster for the run.",
+        )
+        @click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            help="Worker processes for --executor processes, or of the local Dask cluster "
+            "(default: one per core).",
+        )
+        @wraps(func)
+        def wrapper(
+            *args: Any,
+            executor_kind: str,
+            scheduler: str | None,
+            workers: int | None,
+            **kwargs: Any,
+        ) -> Any:
+            from ccm.errors import UsageError
+            from ccm.executors import Executor
+
+            try:
+                executor = Executor(executor_kind, workers, scheduler)
+            except UsageError as exc:
+                raise click.UsageError(str(exc)) from exc
+            return func(*args, executor=executor, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
 def _emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
@@ -178,6 +225,7 @@ def init(ctx: click.Context, as_json: bool) -> None:
     default=True,
     help="Update the manifest, open and working tiers of the sessions that changed.",
 )
+@_executor_options("the parsing of the inputs and the deriving of the tiers")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -189,6 +237,7 @@ def ingest(
     thinking: bool | None,
     derive: bool,
     as_json: bool,
+    executor: Any,
 ) -> None:
     """Import transcripts: files, folders, or - for standard input.
 
@@ -208,10 +257,17 @@ def ingest(
     if show_bar:
         with click.progressbar(length=total, label="Importing", file=sys.stderr) as bar:
             report = run_ingest(
-                store, inputs, fmt, session, thinking, progress=bar.update, derive=derive
+                store,
+                inputs,
+                fmt,
+                session,
+                thinking,
+                progress=bar.update,
+                derive=derive,
+                executor=executor,
             )
     else:
-        report = run_ingest(store, inputs, fmt, session, thinking, derive=derive)
+        report = run_ingest(store, inputs, fmt, session, thinking, derive=derive, executor=executor)
     if as_json:
         _emit_json(report.as_dict())
     else:
@@ -280,40 +336,43 @@ def sessions(ctx: click.Context, as_json: bool) -> None:
     "their turns again, with semantic recall on). By default it is brought up to date, "
     "and built again only where raw.jsonl is no longer what it indexed.",
 )
+@_executor_options("the folding of each session's log")
 @click.option("--json", "as_json", is_flag=True, help="Print what was rebuilt as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
 def rebuild(
-    ctx: click.Context, sessions_: tuple[str, ...], whole_index: bool, as_json: bool
+    ctx: click.Context,
+    sessions_: tuple[str, ...],
+    whole_index: bool,
+    as_json: bool,
+    executor: Any,
 ) -> None:
     """Regenerate the derived tiers from raw.jsonl and events.jsonl (all sessions by default).
 
-    The result is byte for byte what the incremental updates produce.
+    The result is byte for byte what the incremental updates produce. With --executor
+    processes or dask, each session's tiers are rebuilt as a task of its own; the recall
+    index, one database, is brought up to date here once they are.
     """
     from ccm import derive
+    from ccm.executors import run_map, where
+    from ccm.index import Index
 
     store = _store(ctx)
     chosen = list(sessions_) or store.sessions()
-    results: list[dict[str, Any]] = []
-    from ccm.index import Index
-
     index = Index(store)
-    for session in chosen:
-        derived = derive.update(store, session, rebuild=True)
+    with contextlib.ExitStack() as stack:
+        step = None
+        if not as_json and len(chosen) >= 10 and sys.stderr.isatty():
+            bar = click.progressbar(length=len(chosen), label="Rebuilding", file=sys.stderr)
+            step = stack.enter_context(bar).update
+        calls = [(where(store, executor), session, True) for session in chosen]
+        results = run_map(derive.folded, calls, executor, step)
+    for item in results:
+        session = item["session"]
         if whole_index:
             index.drop(session)
-        indexed = index.update(session, derived.tiers.manifest, embed=False)
-        segments = derived.tiers.manifest["segments"]
-        results.append(
-            {
-                "session": session,
-                "turns": derived.turns_folded,
-                "segments": len(segments),
-                "open_efforts": len(derived.tiers.open["efforts"]),
-                "written": derived.written,
-                "index": "rebuilt" if whole_index else f"{indexed} units updated",
-            }
-        )
+        indexed = index.update(session, item.pop("manifest"), embed=False)
+        item["index"] = "rebuilt" if whole_index else f"{indexed} units updated"
     if index.semantic:  # the slow part, with its own progress
         missing = sum(index.unembedded(session) for session in chosen)
         with contextlib.ExitStack() as stack:
@@ -1276,6 +1335,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     help="Have the model of config.yaml's llm section state, title and place the "
     "conclusions of the sessions read (default: as config.yaml says).",
 )
+@_executor_options("the reading of the sessions")
 @click.option("--json", "as_json", is_flag=True, help="Print the sleep report as JSON.")
 @click.pass_context
 @_errors_as_exit_codes
@@ -1286,6 +1346,7 @@ def consolidate(
     dry_run: bool,
     use_llm: bool | None,
     as_json: bool,
+    executor: Any,
 ) -> None:
     """Consolidate conclusions into notes, the graph and a sleep report (nightly).
 
@@ -1293,6 +1354,11 @@ def consolidate(
     writes artifacts/<type>/<slug>.md for each conclusion, a note per session,
     network/nodes.json and edges.json, and reports/<date>.md. A second run with
     nothing new writes nothing; a note you edited is never overwritten.
+
+    With --executor processes or dask, each changed session is read (its tiers
+    brought up to date, its conclusions and their evidence gathered) as a task of its
+    own; the graph, the notes and every write of the vault stay in this process, so the
+    result is the same wherever the sessions were read.
     """
     from contextlib import ExitStack
 
@@ -1325,6 +1391,7 @@ def consolidate(
             progress=progress,
             start=start,
             model=model if model.asked else None,
+            executor=executor,
         )
     if as_json:
         _emit_json(report.as_dict())

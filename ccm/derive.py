@@ -393,6 +393,25 @@ def update(store: Store, session: str, rebuild: bool = False) -> Derived:
     return Engine(store, session).update(rebuild=rebuild)
 
 
+def folded(root: Store | str, session: str, rebuild: bool = False) -> dict[str, Any]:
+    """`update` as a task of a map (``ccm rebuild``, ``ccm ingest``; `ccm.executors`):
+    what a command reports of the session, and the manifest its index is brought up to
+    date with (the tiers are written where the task runs, under the session's lock, as
+    by any update)."""
+    from ccm.executors import store_at
+
+    derived = update(store_at(root), session, rebuild=rebuild)
+    manifest = derived.tiers.manifest
+    return {
+        "session": session,
+        "turns": derived.turns_folded,
+        "segments": len(manifest["segments"]),
+        "open_efforts": len(derived.tiers.open["efforts"]),
+        "written": derived.written,
+        "manifest": manifest,
+    }
+
+
 def _read_turns(
     store: Store, session: str, start: Cursor, last: int
 ) -> tuple[list[dict[str, Any]], list[BadLine], list[BadLine], Cursor]:

@@ -8,6 +8,7 @@ fix it. The CLI turns `CCMError` into ``Error: ...`` on stderr and exit code 1, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class CCMError(Exception):
@@ -20,6 +21,18 @@ class CCMError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # whole across a process boundary (a task's error, see `ccm.executors`): the
+        # default would call __init__ again with the one string of `args`
+        return (_restored, (type(self), dict(self.__dict__), self.args))
+
+
+def _restored(kind: type[CCMError], state: dict[str, Any], args: tuple[Any, ...]) -> CCMError:
+    error = kind.__new__(kind)
+    error.__dict__.update(state)
+    error.args = args
+    return error
 
 
 class UsageError(CCMError):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ccm import schemas
 from ccm.errors import CCMError, FormatError, UsageError
+from ccm.executors import Executor, run_map, where
 from ccm.ingest.jsonl import default_session
 from ccm.ingest.model import Notice, Parsed, ParseOptions, Rejected, SourceSession, SourceTurn
 from ccm.store import BadLine, Store, check_session_id, slug_session_id, utc_now
@@ -545,12 +546,15 @@ def ingest(
     include_thinking: bool | None = None,
     progress: Callable[[int], None] | None = None,
     derive: bool = False,
+    executor: Executor | None = None,
 ) -> IngestReport:
     """Import every input in `paths` (paths, or inputs `expand_inputs` found) into
     `store`; see the module docstring.
 
     With `derive`, the tiers (manifest, open, working) of every session that gained
-    turns are brought up to date afterwards, incrementally.
+    turns are brought up to date afterwards, incrementally. `executor`: where the
+    inputs are parsed and the tiers derived (`ccm.executors`); the turns are appended
+    and the index updated here.
     """
     if fmt != "auto" and fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}", FORMAT_HINT)
@@ -561,8 +565,30 @@ def ingest(
     store.chats.mkdir(parents=True, exist_ok=True)
     now = utc_now()
     report = IngestReport(inputs=len(inputs))
-    for item in inputs:
-        if item.path is not None and item.size > CHUNK_BYTES and _in_lines(item.path, fmt):
+    streamed = [
+        item.path is not None and item.size > CHUNK_BYTES and _in_lines(item.path, fmt)
+        for item in inputs
+    ]
+    # elsewhere, the whole inputs are parsed by the map's tasks, then appended here in
+    # their order (a session's turns are numbered as one process would number them)
+    mapped = [
+        at
+        for at, item in enumerate(inputs)
+        if executor is not None and executor.remote and item.path is not None and not streamed[at]
+    ]
+    parsed: dict[int, Parsed | str | None] = {}
+    if len(mapped) > 1:
+        calls = [(str(inputs[at].path), inputs[at].name, fmt, options) for at in mapped]
+        sizes = [inputs[at].size for at in mapped]
+        parsed = dict(
+            zip(mapped, run_map(parse_file, calls, executor, progress, sizes), strict=True)
+        )
+    for at, item in enumerate(inputs):
+        if at in parsed:
+            _append(store, report, parsed[at], item.name, options, now)
+            continue
+        if streamed[at]:
+            assert item.path is not None
             carried: dict[str, _Carried] = {}
             for data, start in _chunks(item.path):
                 _ingest_input(
@@ -576,7 +602,7 @@ def ingest(
         if progress is not None:
             progress(item.size or len(data))
     if derive:
-        _derive(store, report)
+        _derive(store, report, executor)
     return report
 
 
@@ -634,6 +660,19 @@ def _ingest_input(
 ) -> None:
     """Parse one input (or, with `carried`, one chunk of an input read a chunk at a
     time) and append its new turns, adding what happened to `report`."""
+    parsed = _parse(data, name, fmt, options)
+    _append(store, report, parsed, name, options, now, recent, start, carried)
+
+
+def parse_file(path: str, name: str, fmt: str, options: ParseOptions) -> Parsed | str | None:
+    """An input file read and parsed (`_parse`): a task of the map of ``ccm ingest``
+    over many inputs (`ccm.executors`), whose appends run where the command does."""
+    return _parse(Path(path).read_bytes(), name, fmt, options)
+
+
+def _parse(data: bytes, name: str, fmt: str, options: ParseOptions) -> Parsed | str | None:
+    """What an importer found in one input; the error that says why it cannot be read
+    as a whole; or None for an empty input."""
     from ccm.ingest.lines import UTF8_HINT, wide_encoding
 
     try:
@@ -642,11 +681,30 @@ def _ingest_input(
             raise FormatError(f"{name}: {wide} text, not UTF-8", UTF8_HINT)
         kind = fmt if fmt != "auto" else detect_format(data, name)
         if kind is None:
-            report.skipped["empty_input"] += 1
-            return
-        parsed = importer(kind)(data, name, options)
+            return None
+        return importer(kind)(data, name, options)
     except FormatError as exc:
-        report.errors.append(str(exc))
+        return str(exc)
+
+
+def _append(
+    store: Store,
+    report: IngestReport,
+    parsed: Parsed | str | None,
+    name: str,
+    options: ParseOptions,
+    now: str,
+    recent: int | None = None,
+    start: tuple[int, int] = (0, 0),
+    carried: dict[str, _Carried] | None = None,
+) -> None:
+    """Append the new turns of one parsed input (see `_parse`) and add what happened
+    to `report`."""
+    if parsed is None:
+        report.skipped["empty_input"] += 1
+        return
+    if isinstance(parsed, str):
+        report.errors.append(parsed)
         return
     for found in parsed.sessions:
         result = append_session(store, found, now, recent, carried)
@@ -672,19 +730,26 @@ def _ingest_input(
         report.rejected.extend(parsed.rejected)
 
 
-def _derive(store: Store, report: IngestReport) -> None:
+def _derive(store: Store, report: IngestReport, executor: Executor | None = None) -> None:
     """Bring the tiers (manifest, open, working) and the index of every session that
-    gained turns up to date, incrementally."""
+    gained turns up to date, incrementally: the tiers where `executor` says, the index
+    here."""
     from ccm import derive as derive_tiers
     from ccm.index import Index
 
-    index = Index(store)
+    chosen = []
     for result in report.sessions.values():
         folder = store.session_dir(result.session)
         if not (folder / "raw.jsonl").exists():
             continue  # nothing was ever imported into it
         if result.added or derive_tiers.behind(store, result.session):
-            derived = derive_tiers.update(store, result.session)
-            index.update(result.session, derived.tiers.manifest)
-            report.derived.append(result.session)
+            chosen.append(result.session)
+    if not chosen:
+        return
+    calls = [(where(store, executor), session) for session in chosen]
+    folded = run_map(derive_tiers.folded, calls, executor)
+    index = Index(store)
+    for session, item in zip(chosen, folded, strict=True):
+        index.update(session, item["manifest"])
+        report.derived.append(session)
     index.close()

@@ -30,6 +30,7 @@ from typing import Any
 
 from ccm import llm, schemas
 from ccm.errors import CCMError, SchemaError
+from ccm.executors import Executor, run_map, store_at, where
 from ccm.sleep import artifacts, notes, vault
 from ccm.sleep.artifacts import Graph, SegmentRecord, SessionRecord
 from ccm.sleep.graph import Edge, Linked, candidates, propagate, relink, resolve
@@ -158,12 +159,16 @@ class Report:
 
 
 def _read_session(
-    store: Store, session: str, dry_run: bool, model: llm.Model | None = None
-) -> tuple[SessionRecord, int] | str:
-    """A session's record and how many of its conclusions `model` stated (see
-    `llm.distil`), or why it was skipped."""
+    root: Store | str, session: str, dry_run: bool, asking: bool = False
+) -> tuple[SessionRecord, dict[int, str]] | str:
+    """The map of a run, one task per session (see `ccm.executors`): the session's tiers
+    brought up to date (written under its lock, as every writer of a session's tiers
+    does) and its record; with `asking`, also its concluded segments' turns as a model
+    reads them (`llm.as_read`), for `llm.distil`, which runs where the run does. Or why
+    the session was skipped. A worker is given the root's path and opens it itself."""
     from ccm import derive
 
+    store = store_at(root)
     if not store.raw_path(session).exists():
         return "no raw.jsonl"
     if dry_run:
@@ -173,8 +178,7 @@ def _read_session(
     else:
         manifest = derive.update(store, session).tiers.manifest
     wanted = artifacts.evidence_turns(manifest)
-    asking = model is not None and model.on and not dry_run
-    read = _concluded_turns(manifest) if asking else set()  # what the model reads
+    read = _concluded_turns(manifest) if asking and not dry_run else set()  # what a model reads
     said: dict[int, str] = {}
     turns: dict[int, dict[str, Any]] = {}
     first_ts = last_ts = title = source = parent = opening = None
@@ -200,8 +204,7 @@ def _read_session(
     record = artifacts.session_record(
         manifest, turns, title, source, first_ts, last_ts, str(parent) if parent else None
     )
-    stated = llm.distil(model, record, said) if asking and model is not None else 0
-    return record, stated
+    return record, said
 
 
 def _concluded_turns(manifest: dict[str, Any]) -> set[int]:
@@ -231,6 +234,7 @@ def consolidate(
     start: Callable[[int], None] | None = None,
     now: datetime | None = None,
     model: llm.Model | None = None,
+    executor: Executor | None = None,
 ) -> Report:
     """Consolidate what changed since the last run; see the module docstring.
 
@@ -242,11 +246,15 @@ def consolidate(
     the last run's state does not hold: a lost state costs one full run); `since`
     (an ISO date or time) leaves out sessions whose last turn is older. `start` is
     called with the number of sessions to read, `progress` after each one.
+
+    `executor`: where the sessions are read (`ccm.executors`; here by default). The
+    graph, the notes and every write stay in this process, so the vault is the same
+    wherever they were read.
     """
     if dry_run:
-        return _run(store, sessions, since, True, progress, start, now, model)
+        return _run(store, sessions, since, True, progress, start, now, model, executor)
     with vault.run_lock(store):
-        return _run(store, sessions, since, False, progress, start, now, model)
+        return _run(store, sessions, since, False, progress, start, now, model, executor)
 
 
 def _run(
@@ -258,6 +266,7 @@ def _run(
     start: Callable[[int], None] | None,
     now: datetime | None,
     model: llm.Model | None = None,
+    executor: Executor | None = None,
 ) -> Report:
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     report = Report(
@@ -318,15 +327,18 @@ def _run(
         report.unchanged = len(records)
         report.paths = dict(state.get("paths", {}))
         return report
-    for session in to_read:
-        read = _read_session(store, session, dry_run, model)
+    asking = model is not None and model.on and not dry_run
+    calls = [(where(store, executor), session, dry_run, asking) for session in to_read]
+    read_all = run_map(_read_session, calls, executor, progress)
+    for session, read in zip(to_read, read_all, strict=True):
         if isinstance(read, str):
             report.skipped.append({"session": session, "why": read})
             records.pop(session, None)
             new_cache.pop(session, None)
         else:
-            record, stated = read
-            distilled += stated
+            record, said = read
+            if asking and model is not None:
+                distilled += llm.distil(model, record, said)
             records[session] = record
             new_cache[session] = {
                 "signature": signatures[session],
@@ -334,8 +346,6 @@ def _run(
                 "record": record,
             }
             report.consolidated.append(session)
-        if progress is not None:
-            progress(1)
     report.unchanged = len(records) - len(report.consolidated)
 
     segments = artifacts.segments_by_node(records.values())
