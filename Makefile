@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/graph.py
 	$(BIN)/python benchmarks/consolidate.py
+	$(BIN)/python benchmarks/executors.py --sessions 300
 	$(BIN)/python benchmarks/hook.py
 	$(BIN)/python benchmarks/proxy.py
 	$(BIN)/python benchmarks/embed.py

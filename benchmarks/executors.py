@@ -96,15 +96,14 @@ def measure(
         "workers": workers,
         "import_s": round(importing, 2),
     }
+    vaults = {kind: run.pop("vault") for kind, run in found.items()}
     for kind, run in found.items():
-        same = run.pop("vault") == local["vault"] if kind != "local" else True
         result[kind] = {
             **run,
-            "same_vault": same,
+            "same_vault": vaults[kind] == vaults["local"],
             "consolidate_ratio": round(local["consolidate_s"] / run["consolidate_s"], 2),
             "fold_ratio": round(local["fold_s"] / run["fold_s"], 2),
         }
-    local.pop("vault", None)
     return result
 
 

@@ -494,3 +494,44 @@ def test_the_graph_exports_to_graphml() -> None:
     assert graph.nodes[SQLITE.id]["topic"] == "storage, database"
     graphml = "\n".join(networkx.generate_graphml(graph))
     assert 'key="d' in graphml and "supersedes" in graphml and "switch to Postgres" in graphml
+
+
+@st.composite
+def trust_graphs(draw: st.DrawFn) -> tuple[list[Node], list[Edge], dict[str, str]]:
+    """Nodes of a few sessions with any edges between them (supports, derivations,
+    generalizations, contradictions; cycles and several flows of a session allowed)."""
+    count = draw(st.integers(2, 30))
+    bases = draw(st.lists(st.floats(0.0, 1.0), min_size=count, max_size=count))
+    nodes = [
+        node(f"s{draw(st.integers(0, 3))}", i, "insight", f"Claim {i}.", 1, base)
+        for i, base in enumerate(bases)
+    ]
+    kinds = st.sampled_from(["supports", "derived_from", "generalizes", "contradicts"])
+    pairs = st.tuples(st.integers(0, count - 1), st.integers(0, count - 1), kinds, st.floats(0, 1))
+    edges = [
+        Edge(nodes[a].id, nodes[b].id, kind, "drawn", weight)
+        for a, b, kind, weight in draw(st.lists(pairs, max_size=4 * count))
+    ]
+    statuses = st.sampled_from(["active", "superseded", "contradicted"])
+    status = {n.id: draw(statuses) for n in nodes if draw(st.booleans())}
+    return nodes, edges, status
+
+
+@given(trust_graphs())
+def test_confidence_on_arrays_reaches_the_same_fixed_point(
+    graph: tuple[list[Node], list[Edge], dict[str, str]],
+) -> None:
+    from ccm.sleep import graph as module
+
+    nodes, edges, status = graph
+    in_place = propagate(nodes, edges, status)
+    saved = module.ARRAY_NODES
+    module.ARRAY_NODES = 0  # every graph is large enough
+    try:
+        arrays = propagate(nodes, edges, status)
+    finally:
+        module.ARRAY_NODES = saved
+    assert in_place.converged and arrays.converged
+    assert arrays.score.keys() == in_place.score.keys()
+    for node_id, value in in_place.score.items():
+        assert arrays.score[node_id] == pytest.approx(value, abs=1e-7), node_id

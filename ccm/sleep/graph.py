@@ -51,6 +51,7 @@ FAILED = 0.5  # a challenge that failed, counted as support
 FACTOR = {"active": 1.0, "superseded": 0.3, "contradicted": 0.1}
 TOLERANCE = 1e-9
 MAX_SWEEPS = 1000
+ARRAY_NODES = 200_000  # from this many nodes on, confidence is computed on arrays
 
 
 @dataclass(frozen=True)
@@ -669,6 +670,8 @@ def propagate(nodes: Sequence[Node], edges: Sequence[Edge], status: dict[str, st
         ids = sorted(by_id)
         index = {node_id: i for i, node_id in enumerate(ids)}
         fixed = len(ids)  # a pseudo-node whose score stays 1: flows of failed challenges
+        if len(ids) >= ARRAY_NODES:
+            return _propagate_arrays(by_id, ids, index, edges, status)
         grouped: list[dict[str, list[tuple[int, float]]]] = [{} for _ in ids]
         dependents: list[list[int]] = [[] for _ in ids]
         for source_id, target_id, session, weight, _ in _flows(by_id, edges, status):
@@ -720,6 +723,79 @@ def propagate(nodes: Sequence[Node], edges: Sequence[Edge], status: dict[str, st
                     delta = change
             dirty = sorted(moved)
         return Scores(dict(zip(ids, score, strict=False)), sweeps, delta, not dirty)
+
+
+def _propagate_arrays(
+    by_id: dict[str, Node],
+    ids: list[str],
+    index: dict[str, int],
+    edges: Sequence[Edge],
+    status: dict[str, str],
+) -> Scores:
+    """`propagate` on a large graph: the same update and the same least fixed point, on
+    NumPy arrays, every node at once at each sweep (Jacobi's order, where `propagate`
+    updates in place, Gauss-Seidel's: both climb from the unsupported scores to the
+    least fixed point, and stop once no score moves by `TOLERANCE`, so they agree to
+    about that). The flows are sorted by target and session once; a sweep takes the
+    best flow of each (target, session) and the product of the rest, then each target's
+    product over its sessions, with `reduceat`."""
+    import numpy as np
+
+    fixed = len(ids)
+    sessions: dict[str, int] = {}
+    rows = [
+        (
+            fixed if source is None else index[source],
+            index[target],
+            sessions.setdefault(s, len(sessions)),
+            w,
+        )
+        for source, target, s, w, _ in _flows(by_id, edges, status)
+    ]
+    flows = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    order = np.lexsort((flows[:, 2], flows[:, 1]))  # by target, then session
+    source = flows[order, 0].astype(np.int64)
+    target = flows[order, 1].astype(np.int64)
+    session = flows[order, 2].astype(np.int64)
+    weight = flows[order, 3]
+    offset = np.empty(fixed)
+    scale = np.empty(fixed)
+    for at, node_id in enumerate(ids):
+        base = min(1.0, max(0.0, by_id[node_id].base))
+        factor = FACTOR[status.get(node_id, "active")]
+        offset[at] = factor * base
+        scale[at] = factor * (1.0 - base) * ALPHA
+    score = np.append(offset, 1.0)
+    if not len(source):
+        return Scores(dict(zip(ids, score[:fixed].tolist(), strict=True)), 1, 0.0, True)
+    group = np.ones(len(source), dtype=bool)  # where each (target, session) starts
+    group[1:] = (target[1:] != target[:-1]) | (session[1:] != session[:-1])
+    starts = np.flatnonzero(group)
+    alone = np.diff(np.append(starts, len(source))) == 1
+    group_target = target[starts]
+    firsts = np.ones(len(starts), dtype=bool)  # where each target's groups start
+    firsts[1:] = group_target[1:] != group_target[:-1]
+    target_starts = np.flatnonzero(firsts)
+    targets = group_target[target_starts]
+    sweeps, delta, converged = 0, 0.0, False
+    while sweeps < MAX_SWEEPS:
+        sweeps += 1
+        value = weight * score[source]
+        best = np.maximum.reduceat(value, starts)
+        # the others of a session count by ECHO: all of them, the best taken out
+        rest = np.multiply.reduceat(1.0 - ECHO * value, starts) / (1.0 - ECHO * best)
+        factors = np.where(alone, 1.0 - best, (1.0 - best) * rest)
+        miss = np.ones(fixed)
+        miss[targets] = np.multiply.reduceat(factors, target_starts)
+        new = offset + scale * (1.0 - miss)
+        delta = float(np.max(new - score[:fixed]))
+        score[:fixed] = new
+        if delta < TOLERANCE:
+            converged = True
+            break
+    return Scores(
+        dict(zip(ids, score[:fixed].tolist(), strict=True)), sweeps, max(delta, 0.0), converged
+    )
 
 
 def confidence(
