@@ -83,6 +83,8 @@ _WORD = re.compile(r"[^\W_]+")
 # kept whole besides its parts: "is_none_or", "run-0312b", "t3.medium", "6,699.70"
 _COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:(?:[_.-]|(?<=\d),(?=\d))[^\W_]++)+")
 _JOINS = frozenset("_.-,")
+# a join between two words of a compound (a full stop or a comma of prose joins nothing)
+_JOIN = re.compile(r"[_.\-](?<=[^\W_][_.\-])(?=[^\W_])|,(?<=\d,)(?=\d)")
 _porter = snowballstemmer.stemmer("porter")
 
 
@@ -161,7 +163,7 @@ def term_counts(text: str) -> dict[str, int]:
     lower = text.lower()
     counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
     if not _JOINS.isdisjoint(lower):
-        counts.update(map(_folded, _COMPOUND.findall(lower)))
+        counts.update(map(_folded, compound_words(lower)))
     if _CAMEL_AT.search(text):
         counts.update(term for _, term in camel_parts(text))
     return counts
@@ -172,7 +174,10 @@ def term_counts(text: str) -> dict[str, int]:
 # names of ASCII letters and digits, `STEM_MAX` long at most (a base64 blob is no name);
 # the name is matched whole, possessively (a lazy match of a long mixed-case run backed
 # off at each change of case)
-_CAMEL_AT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+# where a camel-case name may be: "aB" or "ABc". Searched for at every upper-case letter
+# (the same places as r"[a-z][A-Z]|[A-Z][A-Z][a-z]", but an alternation tried at each
+# character costs four times as much on prose)
+_CAMEL_AT = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")
 _CAMEL = re.compile(
     r"(?<![^\W_])(?=[A-Za-z0-9]*?(?:[a-z][A-Z]|[A-Z][A-Z][a-z]{2}))"
     rf"[A-Za-z0-9]{{2,{STEM_MAX}}}+(?![^\W_])"
@@ -180,10 +185,29 @@ _CAMEL = re.compile(
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
+def camel_names(text: str) -> Iterator[re.Match[str]]:
+    """The camel-case names of `text` (the matches of `_CAMEL`), looked for only in the
+    runs of letters and digits where `_CAMEL_AT` finds a change of case: `_CAMEL` tried
+    at every word costs a pass of its lookahead over each."""
+    tried = -1  # the start of the last run tried
+    for change in _CAMEL_AT.finditer(text):
+        start = change.start()
+        while start > 0 and text[start - 1].isalnum():  # back to the start of its run
+            start -= 1
+            if change.start() - start > STEM_MAX:  # too long to be a name
+                break
+        if start == tried:
+            continue
+        tried = start
+        name = _CAMEL.match(text, start)
+        if name is not None:
+            yield name
+
+
 def camel_parts(text: str) -> Iterator[tuple[int, str]]:
     """Where each word of each camel-case name of `text` starts, with its term. A run
     with a letter alone after its start ("aB3xZq", a token or a hash) is no name."""
-    for name in _CAMEL.finditer(text):
+    for name in camel_names(text):
         parts = list(_CAMEL_PART.finditer(name.group()))
         if any(len(p.group()) == 1 and p.group().isalpha() for p in parts[1:]):
             continue
@@ -204,10 +228,26 @@ def spelled_out(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def compound_words(lower: str) -> Iterator[str]:
+    """The matches of `_COMPOUND` in `lower`, looked for only where `_JOIN` finds a
+    join: `_COMPOUND` tried at every word costs a third more on prose."""
+    end = -1  # where the last compound ended: a join before it was part of it
+    for join in _JOIN.finditer(lower):
+        start = join.start()
+        if start < end:
+            continue
+        while start > 0 and lower[start - 1].isalnum():  # back to its first word
+            start -= 1
+        found = _COMPOUND.match(lower, start)
+        if found is not None:  # (always: a join has a word on each side)
+            end = found.end()
+            yield found.group()
+
+
 def compounds(text: str) -> list[str]:
     """The compounds of `text` (see `_COMPOUND`), lower-cased, in order, once each: a
     query's identifiers, matched whole (they are rarer, so weigh more, than their parts)."""
-    return list(dict.fromkeys(map(_folded, _COMPOUND.findall(text.lower()))))
+    return list(dict.fromkeys(map(_folded, compound_words(text.lower()))))
 
 
 def is_compound(term: str) -> bool:
@@ -376,8 +416,18 @@ class Postings:
             ids = np.array(list(map(vocabulary.__getitem__, terms)), dtype=np.int64)
             order = np.argsort(ids, kind="stable")  # by term, each term's turns in order
             bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1))
-            for term, number in vocabulary.items():
-                self._append(session, term, rows[order[bounds[number] : bounds[number + 1]]])
+            blocks = (
+                (term, rows[order[bounds[number] : bounds[number + 1]]])
+                for term, number in vocabulary.items()
+            )
+            if last:  # the session has lists (or turns pending) to append to
+                for term, block in blocks:
+                    self._append(session, term, block)
+            else:  # a session's first lists: each term's first block, all at once
+                self.db.executemany(
+                    "INSERT INTO postings(session, term, block, size, data) VALUES (?,?,0,?,?)",
+                    ((session, term, len(block), block.tobytes()) for term, block in blocks),
+                )
             waiting = 0
         self.db.execute(
             "INSERT INTO turn_stats(session, docs, length, last_turn, pending) "

@@ -477,3 +477,23 @@ def test_count_within_is_exact_up_to_its_limit(words: list[str], limit: int) -> 
         assert counted == whole
     else:
         assert counted > limit
+
+
+@given(st.text(alphabet="aBcZ09 _-.é\n", max_size=40))
+def test_the_camel_case_check_finds_the_same_places_as_the_plain_pattern(text: str) -> None:
+    import re
+
+    plain = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")  # what lexical._CAMEL_AT stands for
+    assert bool(lexical._CAMEL_AT.search(text)) == bool(plain.search(text))
+
+
+@given(st.text(alphabet="aBcZ09 _-.é\n", max_size=80), st.integers(0, 70))
+def test_camel_names_are_the_matches_of_the_pattern(text: str, run: int) -> None:
+    text = text + "aB" * run  # and runs around STEM_MAX long
+    found = [(m.start(), m.end()) for m in lexical.camel_names(text)]
+    assert found == [(m.start(), m.end()) for m in lexical._CAMEL.finditer(text)]
+
+
+@given(st.text(alphabet="ab1_-.,2 é\n", max_size=80))
+def test_compound_words_are_the_matches_of_the_pattern(text: str) -> None:
+    assert list(lexical.compound_words(text)) == lexical._COMPOUND.findall(text)
