@@ -273,10 +273,12 @@ class _Pieces:
             pieces += sentences(line) if len(line) > LONG_LINE else [line]
         self.pieces = pieces
         # the last piece that says something (of a tool's output: how it ended)
-        self.last = max((at for at, piece in enumerate(pieces) if piece.strip()), default=0)
-        lowered = [lexical.folded_lower(piece) for piece in pieces]
-        self.lowered = "\n".join(lowered)
-        self.camel = lexical.camel_terms("\n".join(pieces), self.lowered)
+        self.last = next((at for at in range(len(pieces) - 1, -1, -1) if pieces[at].strip()), 0)
+        joined = "\n".join(pieces)
+        # lowered whole: no letter lowers to a line break, so its lines are the pieces'
+        self.lowered = lexical.folded_lower(joined)
+        lowered = self.lowered.split("\n")
+        self.camel = lexical.camel_terms(joined, self.lowered)
         self.starts = list(itertools.accumulate((len(p) + 1 for p in lowered[:-1]), initial=0))
 
     def held(self, wanted: frozenset[str]) -> list[int]:

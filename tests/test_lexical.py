@@ -497,3 +497,12 @@ def test_camel_names_are_the_matches_of_the_pattern(text: str, run: int) -> None
 @given(st.text(alphabet="ab1_-.,2 é\n", max_size=80))
 def test_compound_words_are_the_matches_of_the_pattern(text: str) -> None:
     assert list(lexical.compound_words(text)) == lexical._COMPOUND.findall(text)
+
+
+@given(st.text(alphabet="aΣςσİ é.\nB ", max_size=60), st.integers(0, 300))
+def test_a_turn_is_lowered_whole_as_its_pieces_would_be(text: str, long: int) -> None:
+    text = text + " Ab." * long  # and a line long enough to be taken a sentence at a time
+    split = index._Pieces(text)
+    assert split.lowered.split("\n") == [lexical.folded_lower(p) for p in split.pieces]
+    said = [at for at, piece in enumerate(split.pieces) if piece.strip()]
+    assert split.last == (said[-1] if said else 0)
