@@ -10,13 +10,20 @@ summary and unknown record types are skipped and counted.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from freezegun import freeze_time
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from ccm.ingest.pipeline import ingest
+from ccm.store import Store
+from tests.conftest import FIXTURES
 from tests.helpers import ccm
 
 S1 = "1af7fc5e-8455-4414-9ccd-011d40f70b2a"
@@ -514,3 +521,243 @@ def test_a_subagent_session_note_is_named_after_its_brief_and_links_its_parent(
     parent = (ccm_home / "chats" / S2 / f"{S2}.md").read_text()
     assert "## Subagents" in parent
     assert f"[[chats/{child}/{child}|Examine the package.json file]]" in parent
+
+
+# -- a transcript too large to hold is read a chunk at a time, as if read whole ----------------
+
+UUIDS = st.sampled_from(["u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8"])  # few: repeats
+TOOL_IDS = st.sampled_from(["toolu_1", "toolu_2", "toolu_3"])
+TEXTS = st.sampled_from(["ok", "", "  ", "and then?", "naïve ✓", "x" * 30])
+
+
+def _blocks(kinds: list[str]) -> st.SearchStrategy[list[dict[str, Any]]]:
+    block = st.one_of(
+        *(
+            {
+                "text": st.builds(lambda t: {"type": "text", "text": t}, TEXTS),
+                "tool_use": st.builds(
+                    lambda i, n: {"type": "tool_use", "id": i, "name": n, "input": {"n": 1}},
+                    TOOL_IDS,
+                    st.sampled_from(["Bash", "Read"]),
+                ),
+                "thinking": st.builds(lambda t: {"type": "thinking", "thinking": t}, TEXTS),
+                "tool_result": st.builds(
+                    lambda i, c, e: (
+                        {"type": "tool_result", "content": c}
+                        | ({"tool_use_id": i} if i else {})
+                        | ({"is_error": True} if e else {})
+                    ),
+                    st.none() | TOOL_IDS,
+                    TEXTS | st.just([{"type": "text", "text": "out"}, {"type": "image"}]),
+                    st.booleans(),
+                ),
+            }[kind]
+            for kind in kinds
+        )
+    )
+    return st.lists(block, min_size=1, max_size=3)
+
+
+RECORD_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "uuid": UUIDS,
+        "parentUuid": st.none() | UUIDS,
+        "sessionId": st.sampled_from(["s-main", "s-other", "not a valid id!"]),
+        "isSidechain": st.booleans(),
+        "agentId": st.sampled_from(["a1", "a2"]),
+        "timestamp": st.sampled_from(["2026-01-02T03:04:05Z", "2026-01-02T03:05:00Z", "soon"]),
+        "cwd": st.sampled_from(["/home/dev/app", "/tmp", ""]),
+    },
+)
+# a subagent's records without agentId: parentUuid chains among four uuids, often cycles
+SIDECHAIN_FIELDS = st.fixed_dictionaries(
+    {"isSidechain": st.just(True), "uuid": st.sampled_from(["u1", "u2", "u3", "u4"])},
+    optional={"parentUuid": st.none() | st.sampled_from(["u1", "u2", "u3", "u4", "u0"])},
+)
+FIELDS = RECORD_FIELDS | SIDECHAIN_FIELDS
+USER = st.builds(
+    lambda fields, content, meta: (
+        {**fields, "type": "user", "message": {"content": content}}
+        | ({"isMeta": True} if meta else {})
+    ),
+    FIELDS,
+    TEXTS | _blocks(["text", "tool_result"]),
+    st.booleans(),
+)
+ASSISTANT = st.builds(
+    # few message ids, so that the records of one message are near or far apart
+    lambda fields, message_id, content: {
+        **fields,
+        "type": "assistant",
+        "message": {"content": content, "model": "claude"}
+        | ({"id": message_id} if message_id else {}),
+    },
+    FIELDS,
+    st.none() | st.sampled_from(["msg_1", "msg_2", "msg_3", "msg_4"]),
+    TEXTS | _blocks(["text", "tool_use", "thinking"]),
+)
+OTHER_LINES = st.sampled_from(
+    [
+        {"type": "summary", "summary": "Fixing the parser", "leafUuid": "u1"},
+        {"type": "summary", "summary": "A later title"},
+        {"type": "system", "content": "compacted"},
+        {"type": "user", "uuid": "u9"},  # no message.content: rejected at the end
+        {"type": "assistant", "message": {"content": 5}, "isSidechain": True, "agentId": "a1"},
+        {"type": []},
+        b"not json",
+        b"[1, 2]",
+        b"",
+        # a line of its own that starts with a byte order mark: not JSON, also where a
+        # chunk starts with it
+        b'\xef\xbb\xbf{"type": "user", "message": {"content": "hi"}}',
+    ]
+)
+CLAUDE_LINES = st.one_of(USER, ASSISTANT, ASSISTANT, OTHER_LINES)
+
+
+def _line(item: dict[str, Any] | bytes) -> bytes:
+    return item if isinstance(item, bytes) else json.dumps(item, ensure_ascii=False).encode()
+
+
+def _imported_twice(
+    root: Path, source: Path, prefix: bytes, data: bytes, fmt: str, session: str | None, size: int
+) -> tuple[list[Any], dict[str, bytes]]:
+    """Into a new knowledge `root`, import `prefix` of a transcript (read whole), then
+    the whole of it with inputs over `size` bytes read a chunk at a time, both from
+    `source`: the reports and every file written."""
+    from ccm.ingest import pipeline
+
+    store = Store(root)
+    store.init()
+    reports: list[Any] = []
+    original = pipeline.CHUNK_BYTES
+    try:
+        for given, chunk in ((prefix, original), (data, size)):
+            if not given:
+                continue
+            source.write_bytes(given)
+            pipeline.CHUNK_BYTES = chunk
+            with freeze_time("2026-11-25T08:00:00Z"):  # the time a bad line is quarantined
+                reports.append(ingest(store, [str(source)], fmt, session).as_dict())
+    finally:
+        pipeline.CHUNK_BYTES = original
+    written = {
+        str(p.relative_to(store.root)): p.read_bytes() for p in sorted(store.chats.rglob("*.jsonl"))
+    }
+    return reports, written
+
+
+def _sidechain(uuid: str, parent: str, text: str) -> dict[str, Any]:
+    return {
+        "type": "user",
+        "isSidechain": True,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "message": {"content": text},
+    }
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    items=st.lists(CLAUDE_LINES, min_size=1, max_size=30),
+    cut=st.integers(min_value=0, max_value=30),
+    bom=st.booleans(),
+    torn=st.booleans(),
+    chunk=st.integers(min_value=1, max_value=200),
+    name=st.sampled_from(["transcript.jsonl", "agent-a7.jsonl"]),
+    fmt=st.sampled_from(["claude-code", "auto"]),
+    session=st.none() | st.just("forced"),
+)
+@example(  # a cycle: where the walk up the chain stops depends on where it starts
+    items=[_sidechain("u1", "u2", "a"), _sidechain("u2", "u1", "b"), _sidechain("u3", "u2", "c")],
+    cut=0,
+    bom=False,
+    torn=False,
+    chunk=1,
+    name="transcript.jsonl",
+    fmt="claude-code",
+    session=None,
+)
+def test_a_transcript_read_a_chunk_at_a_time_imports_as_if_read_whole(
+    items: list[dict[str, Any] | bytes],
+    cut: int,
+    bom: bool,
+    torn: bool,
+    chunk: int,
+    name: str,
+    fmt: str,
+    session: str | None,
+    tmp_path: Path,
+) -> None:
+    """Merged messages whose records are near or far apart, tool results named after
+    their call, sidechains by agentId or by parentUuid chain (cycles too), repeated
+    uuids, a title, bad lines and records, a half-written last line, a transcript read
+    again after it grew: every raw.jsonl and quarantine.jsonl, and the reports, are
+    those of a whole read, whatever the chunk size."""
+    lines = [_line(item) for item in items]
+    data = b"\xef\xbb\xbf" * bom + b"".join(line + b"\n" for line in lines)
+    if torn:
+        data += b'{"type": "assistant", "message": {"id": "msg_1", "con'
+    kept = len(b"\xef\xbb\xbf" * bom + b"".join(line + b"\n" for line in lines[:cut]))
+    prefix = data[:kept] if cut < len(lines) else b""
+    work = Path(tempfile.mkdtemp(dir=tmp_path))  # one for each example
+    source = work / name
+    whole = _imported_twice(work / "whole", source, prefix, data, fmt, session, 1 << 30)
+    chunked = _imported_twice(work / "chunked", source, prefix, data, fmt, session, chunk)
+
+    assert chunked[1] == whole[1]
+    assert chunked[0] == whole[0]
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    sorted(p.name for p in (FIXTURES / "claude-code").glob("*.jsonl")),
+)
+@pytest.mark.parametrize("chunk", [1, 100, 1000, None])  # None: half the file
+def test_each_fixture_read_a_chunk_at_a_time_imports_as_if_read_whole(
+    fixture: str, chunk: int | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ccm.ingest import pipeline
+
+    data = (FIXTURES / "claude-code" / fixture).read_bytes()
+    chunk = chunk or len(data) // 2
+    read = []
+    streamed = pipeline._ingest_transcript
+    monkeypatch.setattr(
+        pipeline, "_ingest_transcript", lambda *a, **k: read.append(a) or streamed(*a, **k)
+    )
+
+    source = tmp_path / fixture
+    whole = _imported_twice(tmp_path / "whole", source, b"", data, "auto", None, 1 << 30)
+    chunked = _imported_twice(tmp_path / "chunked", source, b"", data, "auto", None, chunk)
+
+    assert len(read) == 1  # the chunked import was streamed, the whole one not
+    assert chunked == whole
+
+
+def test_a_transcript_read_a_chunk_at_a_time_holds_back_only_the_message_being_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What waits between chunks is the message whose records are not all read yet (and
+    the turns after it), not the transcript: so memory stays that of a chunk."""
+    from benchmarks.generate import write_session
+    from ccm.ingest import pipeline
+    from ccm.ingest.claude_code import Stream
+    from ccm.ingest.model import ParseOptions
+
+    path = tmp_path / "session.jsonl"
+    write_session(path, 600, seed=3, fmt="claude-code")
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 4096)
+    stream = Stream(path.name, ParseOptions())
+    for data, start in pipeline._chunks(path):
+        stream.survey(data, start)
+    handed, held = 0, []
+    for data, start in pipeline._chunks(path):
+        handed += sum(len(s.turns) for s in stream.read(data, start).sessions)
+        held.append(sum(len(b.session.turns) for b in stream.builders.values()))
+    handed += sum(len(s.turns) for s in stream.end(lambda offset, length: b"").sessions)
+
+    assert handed == 600
+    assert len(held) > 50
+    assert max(held) <= 2  # an assistant message and the tool result after it, at most

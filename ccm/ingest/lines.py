@@ -95,6 +95,7 @@ def json_lines(
     session: str | None,
     skipped: Counter[str] | None = None,
     warnings: list[Notice] | None = None,
+    at_start: bool = True,
 ) -> Iterator[tuple[int, int, bytes, Any | Rejected]]:
     """Yield ``(line_number, offset, raw, value_or_rejected)`` for each non-blank line.
 
@@ -103,10 +104,12 @@ def json_lines(
     unterminated last line that does not parse is a writer mid-line (a live
     transcript): it is counted in `skipped` as ``incomplete_last_line``, said in
     `warnings` if given, and left for the next import, not an error. A UTF-8 byte
-    order mark at the start is not part of line 1 (offsets still count it). Line
-    ends may be CRLF.
+    order mark at the start is not part of line 1 (offsets still count it), unless
+    `data` is not `at_start` of its input (a later chunk of an input read a chunk at
+    a time, where those bytes begin a line of their own, rejected as in a whole read).
+    Line ends may be CRLF.
     """
-    offset = len(BOM) if data.startswith(BOM) else 0
+    offset = len(BOM) if at_start and data.startswith(BOM) else 0
     number = 0
     size = len(data)
     while offset < size:

@@ -493,32 +493,40 @@ def quarantine_rejected(store: Store, rejected: list[Rejected], fallback: str) -
         store.quarantine(session, lines)
 
 
-CHUNK_BYTES = 16 * 1024 * 1024  # JSON Lines longer than this are read a chunk at a time
+CHUNK_BYTES = 16 * 1024 * 1024  # inputs longer than this are read a chunk at a time
 HEAD_BYTES = 1024 * 1024  # what of such an input tells its format (its first lines)
+STREAMED = ("jsonl", "claude-code")  # the formats read a chunk at a time
 
 
-def _in_lines(path: Path, fmt: str) -> bool:
-    """Whether the input at `path` is plain JSON Lines (given, or found in its first
-    lines): those are read a chunk at a time, in memory that does not grow with them. A
-    first line longer than `HEAD_BYTES` tells nothing, and the input is read whole."""
+def _streamed_format(path: Path, fmt: str) -> str | None:
+    """The format of the input at `path` when it is one read a chunk at a time, holding
+    a chunk of it, not the file (plain JSON Lines or a Claude Code transcript, given or
+    found in its first lines); None when it is read whole. A first line longer than
+    `HEAD_BYTES` tells nothing, and the input is read whole."""
     if fmt != "auto":
-        return fmt == "jsonl"
+        return fmt if fmt in STREAMED else None
     with path.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
     head = head[: head.rfind(b"\n") + 1] or head
     try:
-        return detect_format(head, str(path)) == "jsonl"
+        kind = detect_format(head, str(path))
     except FormatError:  # a whole JSON document, say: read whole, as any other
-        return False
+        return None
+    return kind if kind in STREAMED else None
 
 
-def _chunks(path: Path) -> Iterator[tuple[bytes, tuple[int, int]]]:
-    """The input at `path` in pieces of about `CHUNK_BYTES` that end at a line end (the
-    last may not), each with the line and byte offset it starts at."""
+def _chunks(path: Path, limit: int | None = None) -> Iterator[tuple[bytes, tuple[int, int]]]:
+    """The input at `path` (its first `limit` bytes) in pieces of about `CHUNK_BYTES`
+    that end at a line end (the last may not), each with the line and byte offset it
+    starts at. The same bytes give the same pieces, which a transcript read twice
+    (`claude_code.Stream`) relies on."""
     lines = offset = 0
     rest = b""
+    left = limit  # bytes still to read, if limited
     with path.open("rb") as handle:
-        while block := handle.read(CHUNK_BYTES):
+        while block := handle.read(CHUNK_BYTES if left is None else min(left, CHUNK_BYTES)):
+            if left is not None:
+                left -= len(block)
             data = rest + block
             cut = data.rfind(b"\n") + 1
             if cut == 0:  # a line longer than a chunk: read on (its importer caps it)
@@ -530,6 +538,49 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, tuple[int, int]]]:
             offset += len(chunk)
     if rest:
         yield rest, (lines, offset)
+
+
+def _ingest_transcript(
+    store: Store,
+    report: IngestReport,
+    path: Path,
+    name: str,
+    options: ParseOptions,
+    now: str,
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Import a Claude Code transcript too large to hold, as a whole read would, holding
+    a chunk of it, not the file: read it a chunk at a time once for the facts its
+    turns depend on (`claude_code.Stream`), then again for the turns, appending after
+    each chunk those that can no longer change. The second read stops where the first
+    did, should Claude Code be appending to the file meanwhile."""
+    from ccm.ingest.claude_code import Stream
+    from ccm.ingest.lines import UTF8_HINT, wide_encoding
+
+    stream = Stream(name, options)
+    size = 0
+    for data, start in _chunks(path):
+        if start[1] == 0 and (wide := wide_encoding(data)) is not None:
+            report.errors.append(str(FormatError(f"{name}: {wide} text, not UTF-8", UTF8_HINT)))
+            if progress is not None:
+                progress(path.stat().st_size)
+            return
+        stream.survey(data, start)
+        size = start[1] + len(data)
+        if progress is not None:  # half of each chunk's bytes in each read
+            progress(len(data) // 2)
+    carried: dict[str, _Carried] = {}
+    for data, start in _chunks(path, size):
+        _append(store, report, stream.read(data, start), name, options, now, carried=carried)
+        if progress is not None:
+            progress(len(data) - len(data) // 2)
+    with path.open("rb") as handle:
+
+        def reread(offset: int, length: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(length)
+
+        _append(store, report, stream.end(reread), name, options, now, carried=carried)
 
 
 def _read(item: Input) -> bytes:
@@ -566,7 +617,9 @@ def ingest(
     now = utc_now()
     report = IngestReport(inputs=len(inputs))
     streamed = [
-        item.path is not None and item.size > CHUNK_BYTES and _in_lines(item.path, fmt)
+        _streamed_format(item.path, fmt)
+        if item.path is not None and item.size > CHUNK_BYTES
+        else None
         for item in inputs
     ]
     # elsewhere, the whole inputs are parsed by the map's tasks, then appended here in
@@ -587,7 +640,11 @@ def ingest(
         if at in parsed:
             _append(store, report, parsed[at], item.name, options, now)
             continue
-        if streamed[at]:
+        if streamed[at] == "claude-code":
+            assert item.path is not None
+            _ingest_transcript(store, report, item.path, item.name, options, now, progress)
+            continue
+        if streamed[at] == "jsonl":
             assert item.path is not None
             carried: dict[str, _Carried] = {}
             for data, start in _chunks(item.path):
