@@ -140,6 +140,7 @@ AROUND = 2  # ...and so many lines either side of each line that holds a query's
 # half of it, the next half of the rest, and so on (a tool's output holds the answer more
 # often than not, and in its lines that hold none of the query's words)
 HIT_SHARE = 0.5
+ALONE_SHARE = 0.1  # an exchange shown by its best turn when the others score below this share
 TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
 LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
 # ...or when this many turns in a row could not be shown (too long for the room left,
@@ -1257,6 +1258,12 @@ class Index:
             tools = _among(turns, found_tools[0])
             values = values + _exchange_share(values, first, _among(first, found_tools[1]))
             members = []
+        own = None
+        if self.semantic:  # an exchange may be shown by its best turn alone (`Recalled`)
+            if first is None:
+                first = _exchanges_of(turns, starts)
+            members = [] if members is None else members
+            own = dict(zip(turns.tolist(), values.tolist(), strict=True))
         exchange = _best_of_exchanges(turns, values, starts, tools, members, first)
         if spans:  # the rest of the best topics' exchanges, on their topic's score
             end = exclude_after - 1 if exclude_after is not None else None
@@ -1274,7 +1281,18 @@ class Index:
             for start, value in zip(firsts.tolist(), share.tolist(), strict=True):
                 exchange.setdefault(start, (value, start))
         return Recalled(
-            self, session, words, exclude_after, exchange, limit, held, why, near, members, shown
+            self,
+            session,
+            words,
+            exclude_after,
+            exchange,
+            limit,
+            held,
+            why,
+            near,
+            members,
+            shown,
+            own,
         )
 
     def _tool_turns(self, session: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -1381,9 +1399,11 @@ class Recalled:
         near: set[int],
         members: list[np.ndarray] | None = None,
         shown: frozenset[int] = frozenset(),
+        own: dict[int, float] | None = None,
     ) -> None:
         self._index = index
         self._members = members
+        self._own = own
         self._shown = shown
         self._session = session
         self._words = words
@@ -1526,12 +1546,46 @@ class Recalled:
                     if (end is None or member < end) and member not in self._shown:
                         heapq.heappush(order, (-value, first, member, 1))
                 continue
-            left -= 1
             if end is not None and row[1] >= end:
+                left -= 1
                 continue
             if self._shown and not self._shown.isdisjoint(range(row[1], row[2] + 1)):
+                left -= 1
                 continue
+            alone = self._alone(row, spans.get(first, (0, 0)), values, turns) if fit else None
+            if alone is not None:  # its best turn, at its score; the others on their own
+                rows_of.update(self._index._turns(self._session, list(range(row[1], row[2] + 1))))
+                heapq.heappush(order, (negative, first, alone, 1))
+                for value, member in zip(
+                    values[slice(*spans.get(first, (0, 0)))].tolist(),
+                    turns[slice(*spans.get(first, (0, 0)))].tolist(),
+                    strict=True,
+                ):
+                    if member != alone:
+                        heapq.heappush(order, (-value, first, member, 1))
+                continue
+            left -= 1
             yield self._pair(-negative, turn, row), row[6]
+
+    def _alone(
+        self, row: tuple[Any, ...], span: tuple[int, int], values: np.ndarray, turns: np.ndarray
+    ) -> int | None:
+        """The turn an exchange (its `row`; its scored turns at `span` of `values` and
+        `turns`) is shown by alone, when its other turns' own scores (before what their
+        neighbours lend them) are below `ALONE_SHARE` of its best: a reply that says
+        nothing asked about costs room that another exchange's answer could take. With
+        the meaning of every turn scored (the semantic extra) only: by words alone, an
+        answer worded apart from the question scores nothing, and goes with its question."""
+        if self._own is None or row[2] <= row[1]:
+            return None
+        scored = sorted(
+            (self._own.get(member, 0.0), member) for member in turns[slice(*span)].tolist()
+        )
+        if not scored or scored[-1][0] <= 0.0:
+            return None
+        best, turn = scored[-1]
+        others = [score for score, member in scored[:-1] if row[1] <= member <= row[2]]
+        return turn if max(others, default=0.0) < ALONE_SHARE * best else None
 
     def _single(
         self, value: float, row: tuple[Any, ...] | None, most: int | None

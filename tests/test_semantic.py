@@ -292,3 +292,57 @@ def test_rebuild_keeps_the_index_and_its_vectors_unless_asked(tmp_path: Path) ->
     again = rebuilt("--index")
     assert (again["index"], again["embedded"]) == ("rebuilt", 6)  # every turn, anew
     assert len(units()) == 6
+
+
+@needs_e5
+def test_an_exchange_whose_reply_says_nothing_asked_is_shown_by_its_answer_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By meaning, a reply about an invoice scores next to nothing for a question about
+    the dog, so a context shows the turn that answers without it (room for another
+    exchange); by words alone the exchange is shown whole, as before. (The share is
+    raised: in a chat this small, the segment's own share is most of a reply's score.)"""
+    from ccm import index as index_module
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("recall: {semantic: true, model: e5-small}\n")
+    lines = [
+        ("user", "My dog Rex goes crazy for tennis balls at the park."),
+        ("assistant", "The invoice number is 4471-B and the payment goes out on Friday."),
+        ("user", "The quarterly tax filing is due at the end of the month."),
+        ("assistant", "Set a reminder a week before the deadline."),
+        ("user", "I repainted the kitchen a pale green colour last weekend."),
+        ("assistant", "Green kitchens feel calm."),
+        ("user", "Rex the dog ate my left slipper again, that dog!"),
+        ("assistant", "Dogs chew when bored; give the dog a chew toy."),
+        ("user", "Did you see the dog show on TV with the border collies?"),
+        ("assistant", "Border collies are clever herding dogs."),
+    ]
+    source = tmp_path / "chat.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"role": role, "content": text, "ts": 1_767_000_000 + 60 * n}) + "\n"
+            for n, (role, text) in enumerate(lines)
+        )
+    )
+    store = Store(root)
+    ingest(store, [str(source)], derive=True)
+    query = "What does Rex love to chase?"
+
+    def first_shown(index: Index) -> Any:
+        return next(iter(index.recalled(query, "chat").shown(lambda: 300)))[0]
+
+    monkeypatch.setattr(index_module, "ALONE_SHARE", 0.5)
+    with Index(store) as index:
+        first = first_shown(index)
+        assert first.kind == "turn" and "tennis balls" in first.text
+        assert "invoice" not in first.text
+        # a listing (no room to fill) still gives whole exchanges
+        assert "invoice" in next(iter(index.recalled(query, "chat"))).text
+        monkeypatch.setattr(index_module, "ALONE_SHARE", 0.0)  # never alone
+        assert "invoice" in first_shown(index).text
+    monkeypatch.setattr(index_module, "ALONE_SHARE", 0.5)
+    with Index(store, semantic=False) as lexical:
+        first = first_shown(lexical)
+        assert first.kind == "pair" and "invoice" in first.text
