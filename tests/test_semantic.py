@@ -83,20 +83,28 @@ def test_e5_embeds_a_question_apart_from_a_turn_and_across_languages() -> None:
     )
 
 
-def _chat(tmp_path: Path, semantic_on: bool, model: str = "e5-small") -> Store:
+CHAT = [
+    ("user", "My dog Rex goes crazy for tennis balls at the park."),
+    ("assistant", "Sounds like Rex has plenty of energy."),
+    ("user", "The quarterly tax filing is due at the end of the month."),
+    ("assistant", "Set a reminder a week before the deadline."),
+    ("user", "I repainted the kitchen a pale green colour last weekend."),
+    ("assistant", "Green kitchens feel calm."),
+]
+
+
+def _chat(
+    tmp_path: Path,
+    semantic_on: bool,
+    model: str = "e5-small",
+    lines: list[tuple[str, str]] = CHAT,
+) -> Store:
+    """A root whose session `chat` holds `lines`, recalled by meaning or not."""
     root = tmp_path / "root"
     root.mkdir()
     (root / "config.yaml").write_text(
         f"recall: {{semantic: {str(semantic_on).lower()}, model: {model}}}\n"
     )
-    lines = [
-        ("user", "My dog Rex goes crazy for tennis balls at the park."),
-        ("assistant", "Sounds like Rex has plenty of energy."),
-        ("user", "The quarterly tax filing is due at the end of the month."),
-        ("assistant", "Set a reminder a week before the deadline."),
-        ("user", "I repainted the kitchen a pale green colour last weekend."),
-        ("assistant", "Green kitchens feel calm."),
-    ]
     source = tmp_path / "chat.jsonl"
     source.write_text(
         "".join(
@@ -304,9 +312,6 @@ def test_an_exchange_whose_reply_says_nothing_asked_is_shown_by_its_answer_alone
     raised: in a chat this small, the segment's own share is most of a reply's score.)"""
     from ccm import index as index_module
 
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "config.yaml").write_text("recall: {semantic: true, model: e5-small}\n")
     lines = [
         ("user", "My dog Rex goes crazy for tennis balls at the park."),
         ("assistant", "The invoice number is 4471-B and the payment goes out on Friday."),
@@ -319,15 +324,7 @@ def test_an_exchange_whose_reply_says_nothing_asked_is_shown_by_its_answer_alone
         ("user", "Did you see the dog show on TV with the border collies?"),
         ("assistant", "Border collies are clever herding dogs."),
     ]
-    source = tmp_path / "chat.jsonl"
-    source.write_text(
-        "".join(
-            json.dumps({"role": role, "content": text, "ts": 1_767_000_000 + 60 * n}) + "\n"
-            for n, (role, text) in enumerate(lines)
-        )
-    )
-    store = Store(root)
-    ingest(store, [str(source)], derive=True)
+    store = _chat(tmp_path, semantic_on=True, lines=lines)
     query = "What does Rex love to chase?"
 
     def first_shown(index: Index) -> Any:
