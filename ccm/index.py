@@ -36,7 +36,7 @@ import numpy as np
 
 from ccm import dates, lexical, locks, tokens
 from ccm.engine.text import named_speaker, printable, sentences
-from ccm.store import Cursor, Store, probe, resumable, scan_jsonl
+from ccm.store import Cursor, Line, Store, probe, resumable, scan_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,7 @@ AROUND = 2  # ...and so many lines either side of each line that holds a query's
 # often than not, and in its lines that hold none of the query's words)
 HIT_SHARE = 0.5
 ALONE_SHARE = 0.1  # an exchange shown by its best turn when the others score below this share
+INDEX_BATCH = 20_000  # turns indexed at a time (then up to the next exchange's start)
 TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
 LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
 # ...or when this many turns in a row could not be shown (too long for the room left,
@@ -802,76 +803,97 @@ class Index:
         if not resumable(raw, st, inode, cursor.offset, saved):
             self._forget(session)
             cursor = Cursor()
-        lines = [line for line in scan_jsonl(raw, cursor, "raw_entry") if line.record is not None]
-        written = 0
-        if lines:
-            groups = pairs([line.record for line in lines if line.record is not None])
-            said: list[tuple[int, int, str]] = []
-            names: set[str] = set()
-            units: list[tuple[Any, ...]] = []
-            tools = False
-            for group in groups:
-                # an exchange in which tools ran is recalled turn by turn (role 'tools')
-                worked = any(t["role"] == "tool" for t in group)
-                units.append(
-                    self._unit(
-                        session,
-                        "pair",
-                        str(group[0]["turn"]),
-                        group,
-                        role="tools" if worked else "",
-                    )
-                )
-                tools = tools or worked
-                # single turns rank better (and are what an agent's exchange shows); a
-                # tool's output is a turn too, whole (recalled, it is shown whole)
-                for turn in group:
-                    text = render_turn(turn, None)
-                    name = named_speaker(turn)
-                    units.append(
-                        self._unit(
-                            session, "turn", str(turn["turn"]), [turn], text, name, group, worked
-                        )
-                    )
-                    said.append((turn["turn"], group[0]["turn"], _indexed(turn, text)))
-                    if name:
-                        names.add(name)
-            # an unchanged unit is left alone (no churn)
-            upserted = self.db.executemany(
-                "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
-                "text, tag, speaker, pair, role) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(session, kind, key) DO UPDATE SET "
-                "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
-                "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
-                "role=excluded.role "
-                "WHERE units.text != excluded.text OR units.shown IS NOT excluded.shown",
-                units,
-            )
-            written += max(upserted.rowcount, 0)
-            self.postings.add(session, said)
-            self.db.executemany(
-                "INSERT OR IGNORE INTO speakers(session, name) VALUES (?, ?)",
-                [(session, name) for name in sorted(names)],
-            )
+        written, tools = 0, False
+        batch: list[Line] = []
+        before = cursor  # where the batch's first line starts
+        # a batch of whole exchanges at a time: memory does not grow with the log
+        for line in scan_jsonl(raw, cursor, "raw_entry"):
+            if line.record is None:
+                continue
+            if len(batch) >= INDEX_BATCH and line.record["role"] == "user":
+                count, worked = self._index_lines(session, batch)
+                written, tools = written + count, tools or worked
+                before = batch[-1].cursor
+                batch = []
+            batch.append(line)
+        if batch:
+            count, worked = self._index_lines(session, batch)
+            written, tools = written + count, tools or worked
             # start the next update at the last exchange: its answer may still be growing
-            last_start = groups[-1][0]["turn"]
-            for position, line in enumerate(lines):
-                if line.record is not None and line.record["turn"] == last_start:
-                    cursor = lines[position - 1].cursor if position else cursor
+            last_start = pairs([line.record for line in batch if line.record is not None])[-1]
+            resume = before
+            for position, line in enumerate(batch):
+                if line.record is not None and line.record["turn"] == last_start[0]["turn"]:
+                    resume = batch[position - 1].cursor if position else before
                     break
             self.db.execute(
                 "INSERT INTO progress(session, inode, offset, line, tools) VALUES (?,?,?,?,?) "
                 "ON CONFLICT(session) DO UPDATE SET inode=excluded.inode, "
                 "offset=excluded.offset, line=excluded.line, tools=max(tools, excluded.tools)",
-                (session, st.st_ino, cursor.offset, cursor.line, int(tools)),
+                (session, st.st_ino, resume.offset, resume.line, int(tools)),
             )
             self.db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                (PROBE_KEY + session, probe(raw, cursor.offset)),
+                (PROBE_KEY + session, probe(raw, resume.offset)),
             )
         if manifest is not None:
             written += self._segments(session, manifest)
         return written
+
+    def _index_lines(self, session: str, lines: list[Line]) -> tuple[int, bool]:
+        """Index `lines` (whole exchanges, but for the last, which may still grow):
+        their exchanges and turns as units, their turns' postings and who said them;
+        returns the units written and whether a tool ran in them."""
+        written = 0
+        groups = pairs([line.record for line in lines if line.record is not None])
+        said: list[tuple[int, int, str]] = []
+        names: set[str] = set()
+        units: list[tuple[Any, ...]] = []
+        tools = False
+        for group in groups:
+            # an exchange in which tools ran is recalled turn by turn (role 'tools')
+            worked = any(t["role"] == "tool" for t in group)
+            units.append(
+                self._unit(
+                    session,
+                    "pair",
+                    str(group[0]["turn"]),
+                    group,
+                    role="tools" if worked else "",
+                )
+            )
+            tools = tools or worked
+            # single turns rank better (and are what an agent's exchange shows); a
+            # tool's output is a turn too, whole (recalled, it is shown whole)
+            for turn in group:
+                text = render_turn(turn, None)
+                name = named_speaker(turn)
+                units.append(
+                    self._unit(
+                        session, "turn", str(turn["turn"]), [turn], text, name, group, worked
+                    )
+                )
+                said.append((turn["turn"], group[0]["turn"], _indexed(turn, text)))
+                if name:
+                    names.add(name)
+        # an unchanged unit is left alone (no churn)
+        upserted = self.db.executemany(
+            "INSERT INTO units(session, kind, key, first_turn, last_turn, ts, tokens, shown, "
+            "text, tag, speaker, pair, role) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(session, kind, key) DO UPDATE SET "
+            "first_turn=excluded.first_turn, last_turn=excluded.last_turn, ts=excluded.ts, "
+            "tokens=excluded.tokens, shown=excluded.shown, text=excluded.text, "
+            "role=excluded.role "
+            "WHERE units.text != excluded.text OR units.shown IS NOT excluded.shown",
+            units,
+        )
+        written += max(upserted.rowcount, 0)
+        self.postings.add(session, said)
+        self.db.executemany(
+            "INSERT OR IGNORE INTO speakers(session, name) VALUES (?, ?)",
+            [(session, name) for name in sorted(names)],
+        )
+        return written, tools
 
     def _unit(
         self,

@@ -523,3 +523,56 @@ def test_a_keeper_writes_what_waits_on_flush_and_when_an_engine_leaves(tmp_path:
     assert "turns: 8\n" in two.read_text()
     keeper.flush()
     assert "turns: 20\n" in two.read_text() and keeper.due == {} and keeper.timer is None
+
+
+def _index_content(index: Index, session: str) -> dict[str, object]:
+    """What an index holds of `session`, without row ids."""
+    db = index.db
+    lists = index.postings.lists(session, sorted(_terms(db, session))).get(session, {})
+    return {
+        "units": db.execute(
+            "SELECT kind, key, first_turn, last_turn, ts, tokens, shown, text, tag, speaker, "
+            "pair, role FROM units WHERE session=? ORDER BY kind, key",
+            (session,),
+        ).fetchall(),
+        "progress": db.execute(
+            "SELECT offset, line, tools FROM progress WHERE session=?", (session,)
+        ).fetchall(),
+        "speakers": db.execute("SELECT name FROM speakers WHERE session=?", (session,)).fetchall(),
+        "lists": {term: sorted(array.tolist()) for term, array in lists.items()},
+    }
+
+
+def _terms(db: object, session: str) -> set[str]:
+    rows = db.execute(  # type: ignore[attr-defined]
+        "SELECT term FROM postings WHERE session=? UNION SELECT term FROM pending WHERE session=?",
+        (session, session),
+    )
+    return {row[0] for row in rows}
+
+
+@SETTINGS
+@given(turns=sessions(), tools=st.sets(st.integers(0, 59)), batch=st.integers(1, 12))
+def test_an_index_built_a_batch_at_a_time_holds_what_one_built_whole_holds(
+    tmp_path_factory,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: list[dict[str, str]],
+    tools: set[int],
+    batch: int,  # type: ignore[no-untyped-def]
+) -> None:
+    from ccm import index as index_module
+
+    turns = [{**t, "role": "tool"} if n in tools and n else t for n, t in enumerate(turns)]
+    base = tmp_path_factory.mktemp("batches")
+    store = Store(base / "root")
+    source = base / "chat.jsonl"
+    _write(source, turns)
+    ingest(store, [str(source)])
+    held = {}
+    for size in (10**9, batch):
+        monkeypatch.setattr(index_module, "INDEX_BATCH", size)
+        with Index(store) as index:
+            index.drop("chat")
+            index.update("chat")
+            held[size] = _index_content(index, "chat")
+    assert held[batch] == held[10**9]
