@@ -127,6 +127,11 @@ CANDIDATES = 300  # best turns by BM25 that recall starts from
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
 TOPIC_HITS = 20
 SPEAKER_BOOST = 1.0  # a turn said by the person the query names counts double
+# ... and triple with the meaning of every turn scored: similarity does not know who said
+# a thing, and lifts every turn of the session close to the question, so whose it is
+# weighs more against it (LoCoMo dev with e5-small, multi-hop at 2,000: 0.736 -> 0.753;
+# by words alone a triple weight loses: 0.860 -> 0.857 at 2,000)
+SPEAKER_BOOST_BY_MEANING = 2.0
 DATE_BOOST = 1.0  # a turn said on the day (or in the month) the query names counts double
 NEIGHBOUR_WEIGHT = 0.5  # a turn inherits this share of its better neighbour, its square two away
 # a recalled turn longer than this shows what of it answers (`focused`); on the development
@@ -1215,7 +1220,8 @@ class Index:
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
         * plus `SEMANTIC_WEIGHT` times its similarity in meaning (the semantic extra;
           see `_meaning`);
-        * times 1 + `SPEAKER_BOOST` when said by a person the query names, and times
+        * times 1 + `SPEAKER_BOOST` (`SPEAKER_BOOST_BY_MEANING` with the semantic extra)
+          when said by a person the query names, and times
           1 + `DATE_BOOST` when said on the day or in the month it names;
         * plus `NEIGHBOUR_WEIGHT` times the better of its two neighbours, or its square
           times the better of the turns two away, whichever is more (the neighbours of
@@ -1262,10 +1268,11 @@ class Index:
             session, base if names or when else (t for t in base if t not in starts)
         )
         if names or when:
+            boost = SPEAKER_BOOST_BY_MEANING if self.semantic else SPEAKER_BOOST
             place = {turn: at for at, turn in enumerate(base)}
             for turn, (_, name, ts) in facts.items():
                 if name in names:
-                    values[place[turn]] *= 1 + SPEAKER_BOOST
+                    values[place[turn]] *= 1 + boost
                     why[turn].append(f"said by {name}")
                 if when and when[0] <= ts <= when[1]:
                     values[place[turn]] *= 1 + DATE_BOOST

@@ -343,3 +343,53 @@ def test_an_exchange_whose_reply_says_nothing_asked_is_shown_by_its_answer_alone
     with Index(store, semantic=False) as lexical:
         first = first_shown(lexical)
         assert first.kind == "pair" and "invoice" in first.text
+
+
+@needs_e5
+def test_with_meaning_scored_a_named_persons_turns_weigh_by_their_own_factor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall by meaning weighs the turns of the person a question names by
+    `SPEAKER_BOOST_BY_MEANING`, recall by words by `SPEAKER_BOOST`: with the first large
+    and the second nought, Ann's turn leads only by meaning, though Bo's says more of
+    the question's words."""
+    from ccm import index as index_module
+
+    sample = {
+        "sample_id": "ann-bo",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "9:00 am on 1 May, 2023",
+            "session_1": [
+                {"speaker": speaker, "dia_id": f"D1:{n}", "text": text}
+                for n, (speaker, text) in enumerate(
+                    [
+                        ("Ann", "We walked up to the lake."),
+                        ("Bo", "Nice. The weather held up."),
+                        ("Ann", "The tax forms are due soon."),
+                        ("Bo", "I went hiking with Ann's dog."),
+                        ("Ann", "Green paint for the kitchen."),
+                        ("Bo", "Trains run late today."),
+                    ],
+                    start=1,
+                )
+            ],
+        },
+    }
+    source = tmp_path / "ann-bo.json"
+    source.write_text(json.dumps([sample]))
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "config.yaml").write_text("recall: {semantic: true, model: e5-small}\n")
+    store = Store(root)
+    ingest(store, [str(source)], session="ann-bo", derive=True)
+    monkeypatch.setattr(index_module, "SPEAKER_BOOST", 0.0)
+    monkeypatch.setattr(index_module, "SPEAKER_BOOST_BY_MEANING", 50.0)
+    query = "Where did Ann go hiking?"
+    with Index(store) as index:
+        first = next(iter(index.recalled(query, "ann-bo")))
+        assert "lake" in first.text and "said by Ann" in first.why
+    with Index(store, semantic=False) as lexical:
+        first = next(iter(lexical.recalled(query, "ann-bo")))
+        assert "hiking" in first.text and "lake" not in first.text
