@@ -381,3 +381,18 @@ def test_bad_inputs_name_the_file(tmp_path: Path) -> None:
     chat.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["bench", "scenarios", str(folder)])
     assert result.exit_code == 1 and "s01.jsonl: line 1 holds turn 2" in result.stderr
+
+
+def test_the_held_out_scenarios_keep_what_their_measure_found() -> None:
+    """The two conversations written as a held-out set (tests/fixtures/scenarios_heldout):
+    the rules mended for them hold, and nothing that passed the traps accepts one now."""
+    from ccm.bench_scenarios import run_scenarios
+
+    report = run_scenarios(Path(__file__).parent / "fixtures" / "scenarios_heldout")
+    totals = report["totals"]
+    assert [s["scenario"] for s in report["scenarios"]] == ["h01", "h02"]
+    assert totals["critical"]["share"]["ccm"] >= 0.8
+    assert totals["conclusions"]["traps"] == 0
+    assert totals["conclusions"]["f1"] >= 0.8
+    assert totals["pk_mean"] <= 0.2
+    assert totals["end_terms"]["share"]["ccm"] == 1.0

@@ -60,6 +60,15 @@ PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them
         ("user", "all tickets booked and paid", None, "task"),
         ("user", "the rewrite plan is out, too risky before the launch", PLAN, "rejection"),
         ("assistant", "The root cause was a missing index on the memo column.", None, "insight"),
+        (
+            "user",
+            "Right. Let's decide it then: the oak floor, and the grey grout.",
+            PLAN,
+            "decision",
+        ),
+        ("user", "ok lock it in, Tuesday at ten with the plumber", PLAN, "decision"),
+        ("user", "Booked both nights at the harbour hotel, breakfast included.", PLAN, "task"),
+        ("user", "ordered the replacement valve, it arrives Friday", PLAN, "task"),
     ],
 )
 def test_conclusions_are_found(
@@ -106,6 +115,8 @@ def test_conclusions_are_found(
         ("works on my machine though", None),
         ("FIXED? no wait, it died at the same step", FIX),
         ("We could go with Postgres or SQLite, I'm not sure.", None),
+        ("makes sense, but the bug is two years old and only showed up this week. why now?", FIX),
+        ("Ordered by price, the cheapest one is the Miele.", PLAN),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:

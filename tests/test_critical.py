@@ -49,6 +49,16 @@ RULES = [
     "all prices in CHF please",
     "Remember to rotate the backup keys monthly.",
     "don't forget to tag the release",
+    "The billing database is off limits, even for reads.",
+    "Please check with me first before you add any new package.",
+    "Run every schema change by me.",
+    "Spending: 2,500 dollars for the whole week, flights included.",
+    "Nothing after 10pm on weeknights, the neighbours complain.",
+    "The contingency fund stays untouched, whatever happens.",
+    "Two flights of stairs is her absolute limit.",
+    "My back is bad, I can't bend down to the lower cabinets.",
+    "Six guests is a hard ceiling for the dinner.",
+    "nothing already on the release branch gets rebased",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -76,6 +86,11 @@ NOT_RULES = [
     "it has to be the config, nothing else changed",
     "what did we decide about the handles?",
     "can't wait to see it!",
+    "A sea view would be nice, but it's not a dealbreaker.",
+    "it crashed with index out of bounds at line 60",
+    "I can't reproduce the crash on my machine.",
+    "Is the staging database off limits too?",
+    "Budget looks fine so far.",
 ]
 
 

@@ -333,3 +333,73 @@ def test_a_truncated_log_is_rebuilt_not_trusted(tmp_path: Path) -> None:
     raw.write_bytes(b"".join(lines[:10]))  # someone cut the log (never ccm)
     derived = derive.update(store, "ledger-sync")
     assert derived.rebuilt and derived.tiers.manifest["turns"] == 10
+
+
+def _segments_of(lines: list[tuple[str, str]], per_day: int = 0) -> list[dict[str, Any]]:
+    """The manifest segments of a chat of (role, text) turns a minute apart (with
+    `per_day`, that many turns a day, each day's the next morning)."""
+    turns = [
+        {
+            "turn": number,
+            "role": role,
+            "content": text,
+            "ts": f"2026-05-{4 + (number - 1) // (per_day or 99):02d}T09:{number:02d}:00Z",
+        }
+        for number, (role, text) in enumerate(lines, start=1)
+    ]
+    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
+    return list(result.manifest["segments"])
+
+
+HELD_OUT = Path(__file__).parent / "fixtures" / "scenarios_heldout"
+WEDDING = [
+    ("user", "we need a caterer for 60 guests, vegetarian options, under 40 a head"),
+    ("assistant", "Three caterers fit: Basil & Rye at 38, Green Table at 36, Lindgren at 41."),
+    ("user", "Green Table looks good, do they do gluten free desserts?"),
+    ("assistant", "Yes, Green Table lists two gluten free desserts on their wedding menu."),
+    ("user", "Green Table looks nice, I'll ask Sam about it tonight."),
+    ("assistant", "Good idea: Green Table, 60 guests, 36 a head."),
+]
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        [("user", "About the music: the band cancelled, can we find a DJ for the evening?")],
+        [
+            (
+                "user",
+                "Oh, and the florist sent a quote for the table flowers, 480 for twelve tables.",
+            )
+        ],
+        [
+            ("user", "perfect, thanks. one more thing"),
+            ("user", "the florist sent a quote for the table flowers, 480 for twelve tables."),
+        ],
+    ],
+)
+def test_a_user_turn_that_raises_another_topic_starts_a_segment(
+    opening: list[tuple[str, str]],
+) -> None:
+    """Written for this test: "About X:", "Oh, and ...", and a turn ending "one more
+    thing" with the topic in the next user turn start a new segment there."""
+    lines = [*WEDDING, *opening, ("assistant", "Happy to help with that.")]
+    segments = _segments_of(lines)
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + len(opening)]
+    assert segments[1]["cue"] == "shift"  # said to open a topic, not only new words
+
+
+def test_a_decision_that_says_instead_replaces_only_one_it_shares_a_subject_with(
+    tmp_path: Path,
+) -> None:
+    """A trip planned over two evenings (tests/fixtures/scenarios_heldout/h02, written
+    for ccm's tests): "Lake Garda instead of Como" (turn 43) replaces the route decided
+    at turn 9; the arrival-day decision of turn 33, which shares no subject with it but
+    the trip's words, still stands."""
+    store = Store(tmp_path / "root")
+    ingest(store, [str(HELD_OUT / "h02.jsonl")], session="h02", derive=True)
+    manifest = store.read_derived("h02", "manifest.yaml", "manifest")
+    by_turn = {s["conclusion"]["turn"]: s for s in manifest["segments"] if s.get("conclusion")}
+    assert by_turn[9]["status"] == "superseded"
+    assert by_turn[9]["conclusion"]["superseded_by"] == 43
+    assert by_turn[33]["status"] == "concluded"

@@ -158,7 +158,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("resolution", ("lesson",), _rx(r"\blesson learned\b")),
     # answer: an answer accepted
     ("answer", ("answers",), _rx(r"\bthat answers (?:it|my question|the question|that)\b")),
-    ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?! (?:to|if|but))")),
+    ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
     ("answer", ("explains",), _rx(r"\bthat explains (?:it|a lot|everything|the)\b")),
     (
         "answer",
@@ -205,6 +205,16 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("ordered", "booked", "paid", "sent", "done", "merged"),
         _rx(r"\b(?:everything|all) (?:\w+ )?(?:ordered|booked|paid|sent|done|merged)\b"),
     ),
+    # what was done, said first: "Booked all three, free cancellation: ..."
+    (
+        "task",
+        ("booked", "ordered", "paid", "submitted", "reserved", "bought", "signed"),
+        _rx(
+            r"^(?:(?:ok(?:ay)?|so|and|right|done)[, ]+)?(?:(?:i|we)(?:'ve| have)?\s+)?"
+            r"(?:just\s+)?(?:booked|ordered|paid|submitted|reserved|bought|signed)\b"
+            r"(?! (?:by|for|out|off|attention|up)\b)"
+        ),
+    ),
     ("task", ("\u2705", "\u2714", "\u2611"), _rx("[\u2705\u2714\u2611]")),
     # decision: a choice made by its owner
     (
@@ -232,6 +242,14 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:go with|stick with|go for|settle on)\b",
             r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|great|fine|good|alright|right|perfect|nice|yes|so)?[, ]*"
             r"(?:go|going) with\b",
+        ),
+    ),
+    (
+        "decision",
+        ("decide", "lock"),
+        _rx(
+            r"\blet'?s decide (?:it|that|this|on it)?\s*(?:then|now)?\s*[:\-\u2014]",
+            r"\b(?:let'?s )?lock(?:ing)? (?:it|that|this) in\b",
         ),
     ),
     (

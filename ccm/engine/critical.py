@@ -103,7 +103,13 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
         r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb))",
     ),
-    _cue("flag", "hard", r"\bhard (?:constraint|limit|budget|deadline|requirement|stop|cap|no)\b"),
+    _cue(
+        "flag",
+        "hard absolute",
+        r"\bhard (?:constraint|limit|budget|deadline|requirement|stop|cap|ceiling|floor|"
+        r"maximum|max|minimum|rule|no)\b|"
+        r"\babsolute (?:limit|max(?:imum)?|minimum|ceiling|must|rule|requirement)\b",
+    ),
     _cue(
         "flag",
         "negotiable non-negotiable nonnegotiable",
@@ -113,7 +119,11 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "mandatory", r"\bmandatory\b"),
     _cue("flag", "times", r"\bat all times\b"),
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
-    _cue("flag", "whatever", r"\bwhatever (?:we|you|i|they) (?:do|pick|choose|build|decide)\b"),
+    _cue(
+        "flag",
+        "whatever",
+        r"\bwhatever (?:happens|(?:we|you|i|they) (?:do|pick|choose|build|decide))\b",
+    ),
     _cue("flag", "matter", r"\bno matter what\b"),
     _cue(
         "flag",
@@ -170,8 +180,29 @@ CUES: tuple[Cue, ...] = (
         r"won'?t be able to)\s+(?:\w+\s+)?(?:do|use|touch|write|change|edit|go|exceed|cost|be|"
         r"have|store|show|take|add|merge|deploy|run|push|eat|drink|stand|handle|afford|spend|"
         r"move|fly|drive|leave|miss|break|lose|get|keep|log|send|share|delete|drop|"
-        r"install|upgrade|rely|depend|commit|mix|hold|carry|walk|climb|sleep|book|pay|stay)\b",
+        r"install|upgrade|rely|depend|commit|mix|hold|carry|walk|climb|sleep|book|pay|stay|"
+        r"lift|bend|kneel|reach|tolerate|digest|travel|ride|sit|risk)\b",
         requires=("n't", "not", "cannot"),
+    ),
+    _cue(
+        "deontic",
+        "check clear ask run talk",
+        r"\b(?:check|clear) (?:\w+ )?with (?:me|us) (?:first|before)\b|"
+        r"\b(?:ask|talk to) (?:me|us) (?:first|before)\b|\brun (?:\w+ ){0,3}?(?:past|by) (?:me|us)\b",
+        requires=(" me", " us"),
+    ),
+    # what may not be touched at all
+    _cue(
+        "order",
+        "limits off-limits bounds read-only readonly",
+        r"\boff[- ]limits\b|\b(?:is|are|stays?) (?:strictly )?(?:out of bounds|read-?only)\b",
+    ),
+    # a budget said as a heading of its own: "Money: ... out of 3,200 euros"
+    _cue(
+        "flag",
+        "money budget cost costs spend spending price prices",
+        r"^(?:\W*(?:and|also|oh|so|ok)\W+)?(?:money|budget|costs?|spend(?:ing)?|prices?)\s*:",
+        requires=_NUMBERS,
     ),
     # a prohibition or a standing order at the opening of a clause
     _cue("order", "don't dont do", r"\b(?:don'?t|do not)\b", _OPENS, ("don", "do not")),
@@ -187,8 +218,8 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "order",
         "alone hands nothing",
-        r"\bleave (?:\S+ ){0,3}alone|\bhands off|\bnothing (?:under|in|inside|with|from|that|"
-        r"outside)\b",
+        r"\bleave (?:\S+ ){0,3}alone|\bhands off|\bnothing (?:[\w/.-]+ ){0,2}?(?:under|in|"
+        r"inside|with|from|that|outside)\b|\bnothing (?:[\w/.-]+ ){0,5}?(?:gets?|goes) \w",
         _OPENS_STRICT,
     ),
     _cue(
@@ -246,9 +277,11 @@ CUES: tuple[Cue, ...] = (
     # a limit that opens a sentence or clause: "max one stop", "no more than 3 changes"
     _cue(
         "bound",
-        "max maximum minimum most least more up under below only than",
+        "max maximum minimum most least more up under below only than nothing",
         r"\b(?:max(?:imum)?|minimum|at most|at least|no more than|not more than|up to|under|"
-        r"below|only|no \w+ (?:longer|more|later|earlier|shorter) than)\s+(?:\S+\s+){0,2}?"
+        r"below|only|no \w+ (?:longer|more|later|earlier|shorter) than|"
+        r"nothing (?:before|after|over|above|past|earlier than|later than|longer than))\s+"
+        r"(?:\S+\s+){0,2}?"
         r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
         _OPENS_LIMIT,
         _NUMBERS,
@@ -261,6 +294,11 @@ FLAG_OPEN = re.compile(
     r"rule|constraint|requirement|reminder|caveat|one thing|ps|p\.s\.|remember|"
     r"keep in mind|bear in mind|don'?t forget|for the record|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
+)
+# a flag said not to hold: "not a dealbreaker", "no hard requirement", "isn't a must"
+NEGATED_FLAG = re.compile(
+    r"\b(?:not|isn'?t|aren'?t|no|never) (?:a |an |really a |exactly a |the )?(?:hard |strict )?"
+    r"(?:deal[- ]?breaker|must|requirement|constraint|rule|red line|non[- ]?negotiable)\b"
 )
 # "must" and "have to" of a guess or of the speaker's own next chore, not a rule
 GUESS = re.compile(
@@ -574,6 +612,8 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
             continue
         if cue.name == "deontic" and GUESS.search(lower) and not _ordered(lower, held):
             continue  # "it must be the cache", "I need to check first"
+        if cue.name == "flag" and NEGATED_FLAG.search(lower):
+            continue  # "grab rails would be great, not a dealbreaker"
         score, best = CUE_WEIGHTS[cue.name], cue.name
         break
     if not score and not held.isdisjoint(_OPEN_WORDS) and FLAG_OPEN.search(lower):

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 5
+STATE_VERSION = 6
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -91,7 +91,15 @@ OPENER = re.compile(
     r"(?:now )?the (?:scary|hard|fun|last|next|other|tricky|boring) (?:part|bit|one|thing)|"
     r"let'?s (?:do|look at|move (?:on )?to|talk about|turn to|tackle|get to|switch to)\b|"
     r"(?:i )?(?:also )?(?:need|want) (?:you )?to (?:ask|look at|talk about)\b|"
-    r"oh and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b)"
+    r"(?:about|as for|regarding)\s+(?:the\s+|our\s+|my\s+)?[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2}\s*:|"
+    r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b)"
+)
+# a user turn that ends by announcing another topic: "...meanwhile something else came
+# up", "one more thing:"; the next user turn raises it
+ANNOUNCED = re.compile(
+    r"\b(?:something else (?:came up|to (?:ask|discuss|look at))|"
+    r"(?:one|another|other) (?:more )?(?:thing|topic|question|issue)|"
+    r"(?:a )?(?:different|unrelated|separate|new) (?:thing|topic|question|issue|subject))\W*$"
 )
 # an assistant moving on once the user concluded: "The remaining item is backups."
 ASSISTANT_SHIFT = re.compile(
@@ -483,9 +491,15 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
         if segment["status"] == "concluded":
             earlier = segment["conclusion"]
             reverses = found["kind"] in choices and earlier["kind"] in choices
-            if (reverses and conclusions.REVERSAL.search(_said(found).lower())) or (
-                conclusions.same_subject(_said(found), _said(earlier), _common(state))
-            ):
+            common = _common(state)
+            # "instead" reverses an earlier decision only one it says something about: two
+            # decisions of one trip share the trip's words, not a subject
+            about = conclusions.what(_said(found), common) & conclusions.what(
+                _said(earlier), common
+            )
+            if (
+                reverses and about and conclusions.REVERSAL.search(_said(found).lower())
+            ) or conclusions.same_subject(_said(found), _said(earlier), common):
                 _supersede(state, index, found["turn"])
             return
 
@@ -695,7 +709,10 @@ def _topic_score(
     head = text.lstrip().lower()[:200]
     score, cue = 0.0, "cohesion"
     mine = set(turn_terms)
-    if OPENER.match(head):
+    said = next((e for e in reversed(open_turns) if e[1] != "tool"), None)
+    if OPENER.match(head) or (
+        said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower())
+    ):
         score, cue = 2.0, "shift"
     else:
         label = LABEL.match(head)
