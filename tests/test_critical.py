@@ -220,3 +220,29 @@ def test_a_rule_said_again_in_the_same_words_is_one_item() -> None:
         "again: never push straight to main!",
         "don't push to staging on fridays",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "item"),
+    [
+        (  # its reason, pointed back at
+            "Never deploy on Fridays. That's when nobody is around to roll back a bad release.",
+            "Never deploy on Fridays. That's when nobody is around to roll back a bad release.",
+        ),
+        (  # its subject again
+            "Keep the invoices in the shared drive. Invoices on laptops got lost twice last year.",
+            "Keep the invoices in the shared drive. Invoices on laptops got lost twice last year.",
+        ),
+        (  # the next thing the turn goes on to say, about something else
+            "Never deploy on Fridays. Separately, I booked the team offsite for the second week "
+            "of June at the lake house, with the usual caterer and a bus from the office. "
+            "The agenda has a morning on the roadmap and an afternoon of hiking for whoever "
+            "wants it, and the evening is a barbecue by the water with the partners invited. "
+            "Bring a warm jacket, the evenings there are cold even in June. "
+            "Anyway, more on that later, let me know what you think of the draft and the plan.",
+            "Never deploy on Fridays.",
+        ),
+    ],
+)
+def test_the_sentence_after_a_rule_joins_it_only_when_it_goes_with_it(text: str, item: str) -> None:
+    assert [found for _, found in detect("user", text)] == [item]

@@ -583,6 +583,22 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
     return [(" ".join(unit.split()), ruled) for unit, ruled in found if unit.strip()]
 
 
+# a sentence that goes with the rule before it: it points back, gives a reason, or is short
+FOLLOWS = re.compile(
+    r"^(?:\W*(?:and|so|but|also|because|since|otherwise|or else|as|then)\W+)?"
+    r"(?:it|that|this|they|these|those|which|there|because|since|otherwise|so|"
+    r"non[- ]?negotiable|no exceptions?|last time|we had|the reason)\b|^.{1,60}$"
+)
+
+
+def _goes_with(rule: str, after: str) -> bool:
+    """Whether the sentence `after` a rule belongs to it: it points back at it, gives its
+    reason, or shares what it is about."""
+    if FOLLOWS.match(after.lower().strip()):
+        return True
+    return bool(set(terms(rule)) & set(terms(after)))
+
+
 def _led(lead: list[str]) -> str:
     """A line ending in ":" with the items of the list under it, as one statement."""
     items = [item.rstrip(";,") for item in lead[1:]]
@@ -665,8 +681,9 @@ def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
             continue
         if not rules:
             continue
-        # each rule sentence with the sentence after it (its reason or consequence:
-        # "no unwrap() in library code. logq-core is embedded by..."), and the one
+        # each rule sentence with the sentence after it when that goes with it (its
+        # reason or consequence: "no unwrap() in library code. logq-core is embedded
+        # by..."; not the next thing the turn goes on to say), and the one
         # before when it leads into it ("...:") or the rule points back at it ("it
         # must never show up..."); questions are no part of a rule
         chosen: set[int] = set()
@@ -675,7 +692,8 @@ def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
             chosen.update(i for i, part in enumerate(parts) if not QUESTION.search(part.lower()))
         for index in rules:
             chosen.add(index)
-            if index + 1 < len(parts) and not QUESTION.search(parts[index + 1].lower()):
+            after = parts[index + 1] if index + 1 < len(parts) else None
+            if after and not QUESTION.search(after.lower()) and _goes_with(parts[index], after):
                 chosen.add(index + 1)
             if (
                 index
