@@ -117,6 +117,9 @@ def test_conclusions_are_found(
         ("We could go with Postgres or SQLite, I'm not sure.", None),
         ("makes sense, but the bug is two years old and only showed up this week. why now?", FIX),
         ("Ordered by price, the cheapest one is the Miele.", PLAN),
+        ("ok, I'm off for today. leave everything as it is, we pick it up tomorrow", PLAN),
+        ("right, not the cache then. what else changed last week?", FIX),
+        ("nothing got merged today, CI was red all afternoon", None),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:
@@ -184,3 +187,15 @@ def test_a_check_mark_decorates_an_answer_but_declares_a_users_task_done() -> No
     assert detect(3, "assistant", heading, None) is None
     done = detect(3, "user", "staging deploy \u2705", [("assistant", "Deployed to staging.")])
     assert done is not None and done.kind == "task"
+
+
+def test_a_decision_reversed_in_another_sentence_of_its_turn_supersedes() -> None:
+    """ "Decided: the night bus." with "Forget the train." in the same turn replaces the
+    train decided earlier, though its statement is only the new choice."""
+    earlier = Conclusion(
+        "Decision: the 7:40 train to Lyon on Friday, 62 euros.", 3, "decision", 0.85, ""
+    )
+    later = Conclusion("Decided: the night bus on Thursday, 38 euros.", 9, "decision", 0.85, "")
+    turn = "Decided: the night bus on Thursday, 38 euros. Forget the train to Lyon."
+    assert not supersedes(later, earlier)
+    assert supersedes(later, earlier, turn)

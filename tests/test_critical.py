@@ -59,6 +59,8 @@ RULES = [
     "My back is bad, I can't bend down to the lower cabinets.",
     "Six guests is a hard ceiling for the dinner.",
     "nothing already on the release branch gets rebased",
+    "releases go out through the pipeline and nothing else",
+    "if you change the schema, the migration goes in the same PR",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -91,6 +93,8 @@ NOT_RULES = [
     "I can't reproduce the crash on my machine.",
     "Is the staging database off limits too?",
     "Budget looks fine so far.",
+    "I bumped the timeout and nothing else changed.",
+    "if you change your mind about the colour, tell me",
 ]
 
 
@@ -246,3 +250,15 @@ def test_a_rule_said_again_in_the_same_words_is_one_item() -> None:
 )
 def test_the_sentence_after_a_rule_joins_it_only_when_it_goes_with_it(text: str, item: str) -> None:
     assert [found for _, found in detect("user", text)] == [item]
+
+
+def test_the_items_under_how_things_work_here_are_rules_as_written() -> None:
+    text = (
+        "quick context, how things work here before you touch anything:\n"
+        "- the billing service is owned by the payments team, changes go through their review\n"
+        "- staging gets reset every night at 2am"
+    )
+    assert [item for _, item in detect("user", text)] == [
+        "the billing service is owned by the payments team, changes go through their review",
+        "staging gets reset every night at 2am",
+    ]

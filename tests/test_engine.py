@@ -376,6 +376,8 @@ WEDDING = [
             ("user", "perfect, thanks. one more thing"),
             ("user", "the florist sent a quote for the table flowers, 480 for twelve tables."),
         ],
+        [("user", "Speaking of the evening: the band cancelled, can we find a DJ instead?")],
+        [("user", "before you go on: my sister asks whether kids are invited, are they?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -403,3 +405,33 @@ def test_a_decision_that_says_instead_replaces_only_one_it_shares_a_subject_with
     assert by_turn[9]["status"] == "superseded"
     assert by_turn[9]["conclusion"]["superseded_by"] == 43
     assert by_turn[33]["status"] == "concluded"
+
+
+def test_a_decision_stays_its_segments_conclusion_when_the_work_is_reported_done() -> None:
+    """ "decided: X" then "merged" in one segment: the topic was settled where it was
+    decided; the merge is the work it decided, carried out. A fix confirmed after a
+    task still replaces it. (Written for this test.)"""
+    from ccm.engine.conclusions import detect
+    from ccm.engine.fold import segment_conclusion
+
+    def entry(turn: int, text: str) -> list[Any]:
+        found = detect(turn, "user", text)
+        return [turn, "user", text, None, 0, found.as_dict() if found else None, False]
+
+    decided = entry(3, "ok, decided: the dead-letter queue instead of the retry table.")
+    merged = entry(5, "Priya approved. merged. release it today")
+    fixed = entry(7, "that fixed it, the replays work now")
+    assert merged[5]["kind"] == "task"
+    assert segment_conclusion([decided, merged])["turn"] == 3
+    assert segment_conclusion([merged, fixed])["turn"] == 7
+
+
+def test_back_after_a_break_with_something_else_starts_a_segment(tmp_path: Path) -> None:
+    """An incident session (tests/fixtures/scenarios_heldout/h03, written for ccm's
+    tests): "back, incident doc is drafted. what still bugs me: ..." two hours after the
+    fix was confirmed opens the next topic."""
+    store = Store(tmp_path / "root")
+    ingest(store, [str(HELD_OUT / "h03.jsonl")], session="h03", derive=True)
+    manifest = store.read_derived("h03", "manifest.yaml", "manifest")
+    starts = [s["raw_lines"][0] for s in manifest["segments"]]
+    assert 52 in starts

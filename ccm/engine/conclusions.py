@@ -221,7 +221,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "decision",
         ("it is",),
         _rx(
-            rf"\b{_WORD}(?: {_WORD}){{0,3}} it is\b"
+            rf"\b(?<!\bas )(?<!\bhow )(?<!\bwhat )(?<!\bwhere )(?<!\bway )"
+            rf"{_WORD}(?: {_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
+            rf"(?<!\bway) it is\b"
             r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
         ),
     ),
@@ -280,7 +282,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             rf"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|great|right|alright|so|good)?[, ]*"
             rf"(?!(?:and|since|until|till|by|back|what|if|even|but|just|only|ok|okay|i|we|you|"
-            rf"it|he|she|they|that|this|there|was|is)\b)"
+            rf"it|he|she|they|that|this|there|was|is|not|no)\b)"
             rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))"
         ),
     ),
@@ -367,6 +369,7 @@ NOT_DONE = _rx(
     r"(?:done|finished|fixed|merged)\b",
     r"\b(?:done|fixed)\s+(?:except|apart from|but|save for)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
+    r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
 )
 OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
 QUOTED = re.compile(
@@ -604,19 +607,22 @@ def subject(text: str) -> set[str]:
     return set(terms(text))
 
 
-def supersedes(later: Conclusion, earlier: Conclusion) -> bool:
-    """True when `later` reverses `earlier`: both decide, on the same subject."""
+def supersedes(later: Conclusion, earlier: Conclusion, context: str = "") -> bool:
+    """True when `later` reverses `earlier`: both decide, on the same subject. `context`:
+    the turn `later` was said in, whose sentences that reverse ("Forget Two Lads.")
+    count with it, though its statement is the decision ("Decided: Kingsdown, Friday")."""
     if later.kind not in ("decision", "confirmation") or earlier.kind not in (
         "decision",
         "confirmation",
     ):
         return False
-    a, b = subject(later.text), subject(earlier.text)
+    said = " ".join([later.text, *(s for s in sentences(context) if REVERSAL.search(s.lower()))])
+    a, b = subject(said), subject(earlier.text)
     if not a or not b:
         return False
     shared = len(a & b)
     overlap = shared / min(len(a), len(b))
-    if REVERSAL.search(later.text.lower()):
+    if REVERSAL.search(said.lower()):
         return shared >= 2 or (shared >= 1 and min(len(a), len(b)) <= 4)
     return overlap >= 0.5 and a != b
 

@@ -191,6 +191,23 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:ask|talk to) (?:me|us) (?:first|before)\b|\brun (?:\w+ ){0,3}?(?:past|by) (?:me|us)\b",
         requires=(" me", " us"),
     ),
+    # one way only: "prod deploys go through the release workflow and nothing else"
+    _cue(
+        "order",
+        "else",
+        r"\band nothing else\b(?! (?:changed|happened|came|showed|matters|works|helped))",
+        requires=("nothing else",),
+    ),
+    # what goes with a change: "if you touch go.mod, go mod vendor goes in the same commit"
+    _cue(
+        "deontic",
+        "if",
+        r"\bif (?:you|we|anyone|someone) (?:ever )?(?:touch|change|edit|modify|add|remove|bump|"
+        r"update|upgrade|delete|move|rename|deploy|merge|push)\b(?! (?:your|my) mind)"
+        r"[^.?;]{0,100}?\b(?:goes|go|must|needs? to|has to|have to|always|never|don'?t|"
+        r"in the same|first)\b",
+        requires=("if you", "if we", "if anyone", "if someone"),
+    ),
     # what may not be touched at all
     _cue(
         "order",
@@ -504,8 +521,12 @@ ANAPHOR = re.compile(
 ITEM_CHARS = 600
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
 _RULES_HEADING = re.compile(
-    r"\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
-    r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules)\b[^:\n]{0,40}:\s*$"
+    r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
+    r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules)\b|"
+    # how a person says what the list under it is: the way things are done there
+    r"\bhow (?:things|we|it) (?:work|works|do things|run)\b|\bbefore you (?:start|touch|"
+    r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b)"
+    r"[^:\n]{0,40}:\s*$"
 )
 _CODE_LINE = re.compile(
     r"^\s*(?:\$ |> |>>> |#!|[{}\[\]]|\w+\s*=\s*[\[{(\"'\d]|at [\w.$]+\(|"

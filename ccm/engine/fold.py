@@ -66,6 +66,7 @@ CRITICAL_REPLACED_KEPT = 20
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
+DECIDED = ("decision", "confirmation")
 
 SHIFT = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|so|right|anyway)[,.!]?\s+)?"
@@ -92,6 +93,9 @@ OPENER = re.compile(
     r"let'?s (?:do|look at|move (?:on )?to|talk about|turn to|tackle|get to|switch to)\b|"
     r"(?:i )?(?:also )?(?:need|want) (?:you )?to (?:ask|look at|talk about)\b|"
     r"(?:about|as for|regarding)\s+(?:the\s+|our\s+|my\s+)?[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2}\s*:|"
+    r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
+    r"before (?:you|we) go on\b|hold that thought\b|side (?:question|note|quest)\b|"
+    r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
     r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b)"
 )
 # a user turn that ends by announcing another topic: "...meanwhile something else came
@@ -111,6 +115,8 @@ ASSISTANT_SHIFT = re.compile(
 REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
 LABEL = re.compile(r"^([a-z][\w#/+-]+)[.:]\s")
+# back from a break: with the pause, a likelier new topic
+BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
 NOT_LABEL = frozenset(
     """
     ok okay yes yeah yep no nope nah nice great good cool hm hmm ugh wow sure right thanks
@@ -300,11 +306,15 @@ def _new_segment(state: State, cue: str, resume: str | None = None) -> dict[str,
 
 
 def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
-    """The segment's conclusion: its latest one, unless an earlier one is much stronger."""
+    """The segment's conclusion: its latest one, unless an earlier one is much stronger;
+    a decision stays it when the work it decided is reported done after it ("decided:
+    the DLQ topic" then "merged"): the decision is where the topic was settled."""
     chosen: dict[str, Any] | None = None
     for entry in open_turns:
         found = entry[5]
         if found is None:
+            continue
+        if chosen is not None and found["kind"] == "task" and chosen["kind"] in DECIDED:
             continue
         if chosen is None or found["confidence"] >= chosen["confidence"] - 0.1:
             chosen = found
@@ -549,7 +559,9 @@ def _supersede(state: State, index: int, turn: int) -> None:
 # one turn
 
 
-def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id: str) -> None:
+def _register_conclusion(
+    state: State, found: conclusions.Conclusion, segment_id: str, text: str = ""
+) -> None:
     if found.kind not in ("decision", "confirmation"):
         return
     # the earlier decision it reverses: of those it may, the one it shares most with
@@ -561,7 +573,7 @@ def _register_conclusion(state: State, found: conclusions.Conclusion, segment_id
         old = conclusions.Conclusion(
             earlier["text"], earlier["turn"], earlier["kind"], earlier["confidence"], ""
         )
-        if conclusions.supersedes(found, old):
+        if conclusions.supersedes(found, old, text):
             shared = len(mine & conclusions.subject(old.text))
             if shared > best_shared:
                 best, best_shared = earlier, shared
@@ -722,6 +734,13 @@ def _topic_score(
         score, cue = score + 1.5, "time_gap" if cue == "cohesion" else cue
     elif gap is not None and gap >= params.time_gap_seconds / 4:
         score += 1.0
+    if (
+        gap is not None
+        and gap >= params.time_gap_seconds / 4
+        and BACK.match(head)
+        and not conclusions.PAUSE.search(head)
+    ):
+        score += 1.0  # "back, ..." after a break: what comes next is likely something else
     seen: set[str] = set()
     for entry in open_turns[-NOVELTY_TURNS:]:
         seen.update(entry[9])
@@ -837,7 +856,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         del state["conclusions"][:-CONCLUSIONS_KEPT]
         if role == "user" and state["segments"]:
             _conclude_effort(state, found.as_dict())
-        _register_conclusion(state, found, state["current"]["id"])
+        _register_conclusion(state, found, state["current"]["id"], text)
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
     if failure:
