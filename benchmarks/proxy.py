@@ -75,7 +75,7 @@ from anthropic.types import Message  # noqa: E402
 from benchmarks.generate import write_session  # noqa: E402
 from benchmarks.timing import progress, ratio, report_json, summary  # noqa: E402
 from ccm import live  # noqa: E402
-from ccm.proxy import Proxy, Settings, configure  # noqa: E402
+from ccm.proxy import CLIENT_IDLE, Proxy, Settings, configure  # noqa: E402
 from ccm.store import Store  # noqa: E402
 from tests.fakeapi import FakeAnthropic, Serving  # noqa: E402
 
@@ -238,7 +238,7 @@ class Bench:
         if not self.in_process:
             return ProxyProcess(self.store.root, settings, self.log)
         self.proxies[settings.mode] = proxy = Proxy(self.store, settings)
-        return Serving(proxy.app(), name=f"ccm-proxy-{settings.mode}")
+        return Serving(proxy.app(), name=f"ccm-proxy-{settings.mode}", keep_alive=CLIENT_IDLE)
 
     def think(self) -> float | None:
         """A client's pause before its next request: `THINK` seconds; in process, until

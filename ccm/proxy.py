@@ -82,6 +82,16 @@ _FRAME_END = re.compile(rb"\r?\n\r?\n")
 T = TypeVar("T")
 
 
+# A connection kept open is used again only while the other end surely still holds it. A
+# server closes an idle connection after its own timeout (uvicorn's default: 5 s); a client
+# whose pool keeps it as long sends its next request into a socket being closed, and gets a
+# reset (httpx's ReadError). So the proxy drops an idle upstream connection well before
+# any usual server timeout, and keeps an idle client's connection longer than clients'
+# pools do (httpx's and the anthropic SDK's: 5 s).
+UPSTREAM_IDLE = 2.0  # seconds an idle upstream connection is kept for reuse
+CLIENT_IDLE = 75  # seconds the proxy keeps a client's idle connection open
+
+
 @dataclass(frozen=True)
 class Settings:
     """How the proxy runs (the options of ``ccm proxy``)."""
@@ -372,7 +382,9 @@ class Proxy:
         """The upstream client, open; on the way out, the replies still being read are
         read to their end and recorded."""
         timeout = httpx2.Timeout(self.settings.timeout, connect=min(30.0, self.settings.timeout))
-        limits = httpx2.Limits(max_connections=200, max_keepalive_connections=50)
+        limits = httpx2.Limits(
+            max_connections=200, max_keepalive_connections=50, keepalive_expiry=UPSTREAM_IDLE
+        )
         self.client = httpx2.AsyncClient(timeout=timeout, limits=limits, transport=self.transport)
         try:
             yield
@@ -597,6 +609,7 @@ class Proxy:
             for number in range(self.settings.max_memory_calls + 1):
                 view = Reassembly()  # this round's reply, as the upstream sent it
                 frames = Frames()
+                end: bytes | None = None  # the caller's message_stop, sent once recorded
                 try:
                     async for chunk in response.aiter_raw():
                         for frame in frames.feed(chunk):
@@ -606,13 +619,19 @@ class Proxy:
                                 continue
                             seen.add(out)
                             if out.event == "message_stop" and seen.message is not None:
-                                await self._ended(call, seen.message, queue, out.raw)
+                                end = out.raw
                                 continue
                             queue.put_nowait(out.raw)
                 except httpx2.HTTPError as exc:  # cut off, or too slow: told below
                     log.warning("%s: the upstream stream broke: %s", call.session, exc)
                 finally:
+                    # the connection goes back to the pool before the reply is recorded:
+                    # held while a session's lock is awaited, it would sit idle at the
+                    # upstream's end past its keep-alive, and the next request sent on it
+                    # would meet a reset
                     await response.aclose()
+                if end is not None and seen.message is not None:
+                    await self._ended(call, seen.message, queue, end)
                 if view.error is not None or not view.complete:
                     if view.error is None:  # the stream broke off: say so to the caller
                         broke = {"type": "api_error", "message": "the upstream stream ended early"}
@@ -747,7 +766,9 @@ def _unreachable(exc: httpx2.HTTPError) -> JSONResponse:
         return _error(
             504, "timeout_error", f"the upstream API did not answer in time ({type(exc).__name__})"
         )
-    return _error(502, "api_error", f"the upstream API cannot be reached: {type(exc).__name__}")
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    log.warning("the upstream API cannot be reached: %s", detail)
+    return _error(502, "api_error", f"the upstream API cannot be reached: {detail}")
 
 
 def _headers(response: httpx2.Response, keep_length: bool = False) -> dict[str, str]:
@@ -793,5 +814,6 @@ def serve(store: Store, settings: Settings, host: str, port: int) -> None:
         log_level="warning",
         access_log=False,  # an access log would name paths and clients, nothing ccm needs
         lifespan="on",
+        timeout_keep_alive=CLIENT_IDLE,
     )
     uvicorn.Server(config).run()

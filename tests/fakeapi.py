@@ -264,8 +264,11 @@ class Serving:
     """An ASGI app served by uvicorn on 127.0.0.1 (a free port) in a daemon thread: the
     fake API, and in the proxy's tests and benchmark the proxy itself."""
 
-    def __init__(self, app: Any, lifespan: str = "on", name: str = "asgi") -> None:
+    def __init__(
+        self, app: Any, lifespan: str = "on", name: str = "asgi", keep_alive: int = 5
+    ) -> None:
         self.app, self.lifespan, self.name = app, lifespan, name
+        self.keep_alive = keep_alive  # seconds an idle connection is kept (uvicorn's default)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -285,6 +288,7 @@ class Serving:
             log_level="warning",
             lifespan=self.lifespan,
             ws="none",
+            timeout_keep_alive=self.keep_alive,
         )
         server = uvicorn.Server(config)
         self._server = server

@@ -19,7 +19,7 @@ import pytest
 
 from ccm import live, tokens
 from ccm.index import Index
-from ccm.proxy import Frames, Proxy, Reassembly, Settings
+from ccm.proxy import CLIENT_IDLE, Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Reply, Serving
 from tests.helpers import ccm, said, wait_for
@@ -41,7 +41,7 @@ def serve(store: Store, fake: FakeAnthropic) -> Serve:
     @contextmanager
     def serving(**options: Any) -> Iterator[str]:
         settings = Settings(upstream=fake.url, **options)
-        with Serving(Proxy(store, settings).app(), name="ccm-proxy") as url:
+        with Serving(Proxy(store, settings).app(), name="ccm-proxy", keep_alive=CLIENT_IDLE) as url:
             yield url
 
     return serving
@@ -399,6 +399,69 @@ def test_a_client_that_hangs_up_mid_stream_loses_nothing(
     assert events(store, "gone", "upstream_error") == []
 
 
+class _Watched(httpx2.AsyncBaseTransport):
+    """The proxy's upstream transport, counting the replies still open on it (a reply
+    open holds its connection out of the pool)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.open = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        stream, watched = response.stream, self
+        assert isinstance(stream, httpx2.AsyncByteStream)
+        self.open += 1
+
+        class Closing(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                async for chunk in stream:
+                    yield chunk
+
+            async def aclose(self) -> None:
+                await stream.aclose()
+                watched.open -= 1
+
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=Closing(),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def test_a_streamed_reply_gives_its_connection_back_before_it_is_recorded(
+    store: Store, fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording waits on the session's lock and the disk; the upstream connection must
+    not wait with it, idle at the upstream's end past its keep-alive (the next request
+    sent on it would meet a reset)."""
+    record = live.record_reply
+    open_then: list[int] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        open_then.append(transport.open)
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(live, "record_reply", recording)
+    transport = _Watched()
+    proxy = Proxy(store, Settings(upstream=fake.url), transport=transport)
+    with Serving(proxy.app(), name="ccm-proxy") as url:
+        for number in range(2):
+            with client(url).messages.stream(
+                model=MODEL,
+                max_tokens=64,
+                messages=user(f"question {number}"),
+                extra_headers={"x-ccm-session": "pooled"},
+            ) as stream:
+                assert stream.get_final_text() == f"ok: question {number}"
+        wait_for(lambda: len(said(store, "pooled")) == 4)
+    assert open_then == [0, 0]
+
+
 def test_a_caller_that_asks_again_at_the_end_of_a_stream_finds_its_answer_recorded(
     serve: Serve, fake: FakeAnthropic, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -686,7 +749,7 @@ def test_each_exchange_is_taken_in_once_answered_and_the_next_starts_from_it(
     proxy = Proxy(store, Settings(upstream=fake.url, mode="manage", budget=budget))
     rule = "Hard rule: the staging cluster stays on Postgres 14 until the audit ends."
     messages = [*long_history(40), {"role": "user", "content": rule}]
-    with Serving(proxy.app(), name="ccm-proxy") as url:
+    with Serving(proxy.app(), name="ccm-proxy", keep_alive=CLIENT_IDLE) as url:
         sdk = client(url)
 
         def ask(text: str) -> None:

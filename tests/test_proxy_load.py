@@ -31,7 +31,7 @@ import pytest
 from anthropic.types import MessageParam
 
 from ccm import live
-from ccm.proxy import Frames, Proxy, Reassembly, Settings
+from ccm.proxy import CLIENT_IDLE, Frames, Proxy, Reassembly, Settings
 from ccm.store import Store
 from tests.fakeapi import FakeAnthropic, Serving
 from tests.helpers import said
@@ -101,7 +101,7 @@ def run(proxy: Proxy, sessions: int, requests: int, prefix: str) -> list[Convers
         ) as client:
             await asyncio.gather(*(converse(client, c, requests) for c in conversations))
 
-    with Serving(proxy.app(), name="ccm-proxy") as url:
+    with Serving(proxy.app(), name="ccm-proxy", keep_alive=CLIENT_IDLE) as url:
         asyncio.run(clients(url))
     return conversations
 
