@@ -61,6 +61,11 @@ RULES = [
     "nothing already on the release branch gets rebased",
     "releases go out through the pipeline and nothing else",
     "if you change the schema, the migration goes in the same PR",
+    "my manager is colour-blind, so no red and green in the charts",
+    "we only use prices from the supplier's own catalogue",
+    "Saturdays, and only Saturdays: the van is free then",
+    "you don't merge anything yourself, that's how it works here",
+    "our treasurer is dyslexic, so plain words and short sentences please",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -95,6 +100,8 @@ NOT_RULES = [
     "Budget looks fine so far.",
     "I bumped the timeout and nothing else changed.",
     "if you change your mind about the colour, tell me",
+    "you don't need to restart the server for that",
+    "we only found two copies of the contract",
 ]
 
 
@@ -261,4 +268,22 @@ def test_the_items_under_how_things_work_here_are_rules_as_written() -> None:
     assert [item for _, item in detect("user", text)] == [
         "the billing service is owned by the payments team, changes go through their review",
         "staging gets reset every night at 2am",
+    ]
+
+
+def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users() -> None:
+    """A landlord's email pasted in makes demands of the user, not rules for the work; a
+    funder's guidance pasted in does bind it. (Written for this test.)"""
+    email = (
+        "he replied this morning:\n\n"
+        '"Hi Sam, as agreed you must have the windows professionally cleaned before you '
+        'leave, and the deposit will only be returned after my inspection."'
+    )
+    guidance = (
+        "here's the funder's guidance:\n\n"
+        '"Equipment costs must not exceed 15% of the total amount requested."'
+    )
+    assert detect("user", email) == []
+    assert [item for _, item in detect("user", guidance)] == [
+        '"Equipment costs must not exceed 15% of the total amount requested."'
     ]

@@ -152,7 +152,12 @@ CUES: tuple[Cue, ...] = (
     # obliges or forbids; "must" of a guess ("must be undercounting") is left out below
     _cue("deontic", "must mustn't", r"\bmust(?:n'?t| not| never| always| only)?\b"),
     _cue(
-        "deontic", "has have had need needs", r"\b(?:has|have|had|needs?) to\b", requires=(" to ",)
+        "deontic",
+        "has have had need needs",
+        # not its negation: "you don't need to restart it" lays down nothing
+        r"(?<!don't )(?<!dont )(?<!doesn't )(?<!do not )(?<!didn't )(?<!won't )"
+        r"\b(?:has|have|had|needs?) to\b",
+        requires=(" to ",),
     ),
     _cue("deontic", "shall", r"\bshall\b"),
     _cue(
@@ -190,6 +195,29 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:check|clear) (?:\w+ )?with (?:me|us) (?:first|before)\b|"
         r"\b(?:ask|talk to) (?:me|us) (?:first|before)\b|\brun (?:\w+ ){0,3}?(?:past|by) (?:me|us)\b",
         requires=(" me", " us"),
+    ),
+    # one way only: "we only use numbers from our own records", "Sundays, and only Sundays"
+    _cue(
+        "order",
+        "only",
+        r"\b(?:we|i) only (?:ever )?(?:use|work|deploy|book|buy|fly|eat|drink|write|accept|"
+        r"take|quote|cite|ship|release|trust)\b|\b([\w-]+),? and only \1\b",
+        requires=("only",),
+    ),
+    # a prohibition told to the assistant: "you don't post anything", "you never push"
+    _cue(
+        "order",
+        "don't dont never mustn't cannot can't may",
+        r"\byou (?:don'?t|do not|never|must not|mustn'?t|can'?t|cannot|may not) "
+        r"(?!need|have to|know|mind|worry|want|remember|see|get it|think|understand|seem|"
+        r"really|even|always|care|look|sound|feel|mean)\w+",
+        requires=("you ",),
+    ),
+    # the way things are done there, said as such
+    _cue(
+        "flag",
+        "works work things",
+        r"\bthat'?s how (?:it works|we work|we do (?:it|things)|things work|it'?s done)\b",
     ),
     # one way only: "prod deploys go through the release workflow and nothing else"
     _cue(
@@ -237,7 +265,7 @@ CUES: tuple[Cue, ...] = (
         "alone hands nothing",
         r"\bleave (?:\S+ ){0,3}alone|\bhands off|\bnothing (?:[\w/.-]+ ){0,2}?(?:under|in|"
         r"inside|with|from|that|outside)\b|\bnothing (?:[\w/.-]+ ){0,5}?(?:gets?|goes) \w",
-        _OPENS_STRICT,
+        _OPENS,
     ),
     _cue(
         "order",
@@ -352,7 +380,11 @@ PREFER = re.compile(
     r"\b(?:vegetarian|vegan|gluten|lactose|halal|kosher|pescatarian|teetotal)\b|"
     r"\bi(?:'m| am) (?:afraid of|scared of|terrified of|diabetic|pregnant|"
     r"on (?:a |my )?(?:wheelchair|crutches|diet))\b|\bi get (?:\w+ )?sick\b|"
-    r"\bi (?:can'?t|cannot) (?:eat|drink|stand|do stairs|walk|climb|swim|fly)\b"
+    r"\bi (?:can'?t|cannot) (?:eat|drink|stand|do stairs|walk|climb|swim|fly)\b|"
+    # a condition of the person the work is for: "she's dyslexic", "Margit's colour-blind"
+    r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|they are|\w+'s) (?:[\w-]+ )?"
+    r"(?:dyslexic|colou?r-?blind|deaf|hard of hearing|epileptic|asthmatic|coeliac|celiac|"
+    r"diabetic|allergic|pregnant|a wheelchair user|partially sighted)\b"
 )
 # a wish: weighs with another cue ("I want a proper suite" is a task, not a rule)
 WANT = re.compile(
@@ -362,7 +394,8 @@ WANT = re.compile(
 # how the work should look: style, tone, format
 STYLE = re.compile(
     r"\b(?:style|tone|format(?:ting)?|convention(?:al)?s?|casual|formal|concise|verbose|"
-    r"short sentences|bullet points?|no emojis?|british|american english|spelling|"
+    r"short sentences|plain (?:words|english|language)|bullet points?|no emojis?|british|"
+    r"american english|spelling|"
     r"naming|lowercase|uppercase|indent\w*|tabs|spaces|in (?:eur|euros?|usd|dollars|chf|gbp|"
     r"pounds|yen|metric|imperial|celsius|fahrenheit|utc|local time|\w+ english|german|"
     r"french|spanish|italian|dutch|japanese))\b"
@@ -376,10 +409,12 @@ CHANGE = re.compile(
     r"\b(?:is|are) now\b|\bno longer\b|\binstead of\b|\bnot \w+ (?:any ?more)\b|"
     r"\bchange of (?:heart|plan)\b|\bdrop the\b|\buse the new\b|\bswitch(?:ing)? to\b"
 )
+# an earlier word taken back as such: "forget what I said about console this morning"
+RETRACTS = r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b"
 # a rule replaced in so many words: "P0 now, not P1", "forget matte black, brushed brass"
 REPLACE = re.compile(
     r"\bnow,? not\b|\bforget (?:the |about the |my |(?:[\w-]+ ){0,3}[\w-]+, )|"
-    r"\bscratch that\b|\binstead of\b[^.]*\b(?:from now on|use|go with)\b"
+    r"\bscratch that\b|\binstead of\b[^.]*\b(?:from now on|use|go with)\b|" + RETRACTS
 )
 # not a rule: a question, a guess, a hypothetical, a request for an answer
 QUESTION = re.compile(
@@ -414,7 +449,8 @@ CUES = (
         "prefer rather hate loathe stand like eat drink fly preference fan allergic sick "
         "motion-sick seasick carsick travel-sick vegetarian vegan gluten lactose halal "
         "kosher pescatarian teetotal afraid scared terrified diabetic pregnant wheelchair "
-        "crutches diet stairs walk climb swim",
+        "crutches diet stairs walk climb swim dyslexic colour-blind color-blind colourblind "
+        "colorblind deaf hearing epileptic asthmatic coeliac celiac user sighted",
         PREFER.pattern,
     ),
     _cue(
@@ -433,7 +469,7 @@ CUES = (
     _cue(
         "style",
         "style tone format formatting convention conventions conventional casual formal "
-        "concise verbose short bullet bullets emoji emojis british american spelling naming "
+        "concise verbose short plain bullet bullets emoji emojis british american spelling naming "
         "lowercase uppercase indent indents indentation indented tabs spaces eur euro euros "
         "usd dollars chf gbp pounds yen metric imperial celsius fahrenheit utc local english "
         "german french spanish italian dutch japanese",
@@ -536,6 +572,15 @@ _WORDS = re.compile(r"[^\W\d_]{2,}")
 _SYMBOLS = re.compile(r"[{}\[\]=<>|\\$]")
 
 
+# a message someone else wrote to the user, pasted or quoted: it opens with a greeting
+# ("Hi Ros, ..."); pasted guidance ("Capital costs must not exceed 20%") binds the work
+_PASTED = re.compile(
+    r"^(?:>\s*[\"\u201c\u201e]?|[\"\u201c\u201e])\s*(?:hi|hello|hey|dear|"
+    r"good (?:morning|afternoon|evening))\b",
+    re.IGNORECASE,
+)
+
+
 def _is_prose(line: str) -> bool:
     """A line a person wrote, not pasted code, a log or command output."""
     stripped = line.strip()
@@ -557,11 +602,14 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
     for block in re.split(r"\n\s*\n", text):
         lines: list[str] = []
         output = False  # the lines after a pasted "$ command" are its output
+        pasted = _PASTED.match(block.lstrip()) is not None
         for line in block.split("\n"):
             if line.lstrip().startswith("```"):
                 fenced = not fenced
             elif line.lstrip().startswith("$ "):
                 output = True
+            elif pasted:
+                continue  # a message someone else wrote, pasted: not the user's rules
             elif not fenced and not output and _is_prose(line):
                 lines.append(line)
         if not lines:
@@ -786,7 +834,9 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
     if not a or not b:
         return False
     shared = len(a & b)
-    return shared >= 2 and shared >= 0.3 * min(len(a), len(b))
+    # "forget what I said about console" names what it replaces: two terms in common do
+    explicit = re.search(RETRACTS, later.lower()) is not None
+    return shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b)))
 
 
 FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")
