@@ -49,6 +49,11 @@ from starlette.routing import Route
 TEXT_CHUNK = 12  # characters of text per content_block_delta
 JSON_CHUNK = 12  # characters of a tool's JSON input per input_json_delta (at least 2 pieces)
 STARTUP_TIMEOUT = 10.0  # seconds to wait for uvicorn to accept connections
+# seconds the fake keeps an idle connection, as the API does: far longer than the proxy's
+# pool keeps one (`ccm.proxy.UPSTREAM_IDLE`). At uvicorn's 5 s, the load tests' three event
+# loops in one process (clients, proxy, fake) can lag by seconds on a busy machine, and a
+# connection the proxy takes from its pool is closed by the fake as the request goes out
+KEEP_ALIVE = 60
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
@@ -368,7 +373,9 @@ class FakeAnthropic:
         logger = logging.getLogger("uvicorn.error")
         if _QUIET_CUTS not in logger.filters:
             logger.addFilter(_QUIET_CUTS)
-        self._serving = Serving(self.app, lifespan="off", name="fake-anthropic")
+        self._serving = Serving(
+            self.app, lifespan="off", name="fake-anthropic", keep_alive=KEEP_ALIVE
+        )
         self.url = self._serving.start()
         return self
 
