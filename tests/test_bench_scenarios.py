@@ -387,7 +387,7 @@ def test_the_held_out_scenarios_keep_what_their_measure_found(tmp_path: Path) ->
     """The first four conversations written as a held-out set
     (tests/fixtures/scenarios_heldout, h01-h04): the rules mended for them hold. (One trap
     is counted accepted for a right answer: the question next to it, "so, options. we just
-    roll back?", is one turn after it.) h05 and h06 are measured, not yet mended for."""
+    roll back?", is one turn after it.) h05-h08 are measured in the README."""
     import shutil
 
     from ccm.bench_scenarios import run_scenarios
@@ -401,6 +401,6 @@ def test_the_held_out_scenarios_keep_what_their_measure_found(tmp_path: Path) ->
     assert [s["scenario"] for s in report["scenarios"]] == ["h01", "h02", "h03", "h04"]
     assert totals["critical"]["share"]["ccm"] >= 0.85
     assert totals["conclusions"]["traps"] <= 1
-    assert totals["conclusions"]["f1"] >= 0.8
-    assert totals["pk_mean"] <= 0.2
+    assert totals["conclusions"]["f1"] >= 0.85
+    assert totals["pk_mean"] <= 0.16
     assert totals["end_terms"]["share"]["ccm"] >= 0.85

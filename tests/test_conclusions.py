@@ -69,6 +69,8 @@ PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them
         ("user", "ok lock it in, Tuesday at ten with the plumber", PLAN, "decision"),
         ("user", "Booked both nights at the harbour hotel, breakfast included.", PLAN, "task"),
         ("user", "ordered the replacement valve, it arrives Friday", PLAN, "task"),
+        ("user", "12 of 12 checks green now, that's fixed.", FIX, "resolution"),
+        ("user", "Fixed the 1/3 rounding bug, tests pass.", FIX, "resolution"),
     ],
 )
 def test_conclusions_are_found(
@@ -120,6 +122,12 @@ def test_conclusions_are_found(
         ("ok, I'm off for today. leave everything as it is, we pick it up tomorrow", PLAN),
         ("right, not the cache then. what else changed last week?", FIX),
         ("nothing got merged today, CI was red all afternoon", None),
+        # irony marks and counts short of the whole
+        ("Wonderful, the venue's sorted then, we'll all sit on the floor \U0001f643", PLAN),
+        ("Deploy done. \U0001f644 Only took three tries.", None),
+        ("oh sure, fixed /s", FIX),
+        ("11 of 12 checks green, that one's fixed", FIX),
+        ("Status: 7/9 tests pass now, the rest is done tomorrow.", FIX),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:
@@ -199,3 +207,15 @@ def test_a_decision_reversed_in_another_sentence_of_its_turn_supersedes() -> Non
     turn = "Decided: the night bus on Thursday, 38 euros. Forget the train to Lyon."
     assert not supersedes(later, earlier)
     assert supersedes(later, earlier, turn)
+
+
+def test_a_cue_that_sums_up_the_turn_states_what_the_turn_said_before_it() -> None:
+    """Written for this test: "That's the new plan." closes a turn that says the plan."""
+    text = (
+        "Fair enough. Swimming on Mondays, the gym on Thursdays at seven, yoga on "
+        "Saturday mornings. That's the new plan."
+    )
+    found = detect(9, "user", text, PLAN)
+    assert found is not None and found.kind == "decision"
+    assert "gym on Thursdays" in found.text and "new plan" in found.text
+    assert "integer cents" not in found.text  # not the assistant's words before it

@@ -66,6 +66,12 @@ RULES = [
     "Saturdays, and only Saturdays: the van is free then",
     "you don't merge anything yourself, that's how it works here",
     "our treasurer is dyslexic, so plain words and short sentences please",
+    "the database is never restored over production, whatever the reason",
+    "I have 900 euros for the whole conference trip, that's all there is",
+    "and stop adding emoji to the commit messages",
+    "No heavy lifting (boxes, furniture, the piano) before the scan.",
+    "Raise the dose by no more than 5 mg a week.",
+    "No driving after the second glass.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -102,6 +108,9 @@ NOT_RULES = [
     "if you change your mind about the colour, tell me",
     "you don't need to restart the server for that",
     "we only found two copies of the contract",
+    "the build stopped failing after the cache was cleared",
+    "that's all there is to it, really",
+    "the price went up by at most 5 percent last year, I think?",
 ]
 
 

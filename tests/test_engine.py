@@ -378,6 +378,10 @@ WEDDING = [
         ],
         [("user", "Speaking of the evening: the band cancelled, can we find a DJ instead?")],
         [("user", "before you go on: my sister asks whether kids are invited, are they?")],
+        [("user", "The seating plan next. Sam's parents can't sit near the speakers.")],
+        [("user", "Random thought while I think of it: is the barn heated in October?")],
+        [("user", "Second thing: the photographer wants a shot list by Friday.")],
+        [("user", "Transport, while we're on it. Is there a bus back to town after midnight?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -389,6 +393,26 @@ def test_a_user_turn_that_raises_another_topic_starts_a_segment(
     segments = _segments_of(lines)
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + len(opening)]
     assert segments[1]["cue"] == "shift"  # said to open a topic, not only new words
+
+
+def test_a_topic_opened_in_answer_to_the_assistants_question_weighs_as_one_opened_unasked() -> None:
+    """Written for this test: "Anything else, or shall we go on?" answered with "The
+    seating plan first." opens the seating plan as surely as it would unasked; an answer
+    that opens nothing belongs to the question."""
+    from ccm.engine.fold import _topic_score, _turn_terms, step
+
+    def score(answer: str, text: str) -> float:
+        state, params = new_state("wedding"), Params()
+        for number, (role, said) in enumerate([*WEDDING, ("assistant", answer)], 1):
+            step(state, {"turn": number, "role": role, "content": said}, params)
+        terms = _turn_terms("user", text)
+        return _topic_score(state, params, text, terms, None, None, False)[0]
+
+    opens = "The seating plan first. Sam's parents can't sit near the speakers."
+    replies = "Sam's parents can't sit near the speakers, so yes, the barn."
+    asked, told = "Anything else, or shall we go on?", "Green Table is booked."
+    assert score(asked, opens) == score(told, opens)
+    assert score(asked, replies) < score(told, replies)
 
 
 def test_a_decision_that_says_instead_replaces_only_one_it_shares_a_subject_with(

@@ -188,6 +188,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b"),
     ),
     ("rejection", (" is out",), _rx(r"\b(?:hack|idea|approach|option|plan) is out\b")),
+    # an option dropped for now: "no carbon shoe this time", "no new laptop this year"
+    (
+        "rejection",
+        ("this time", "this year", "this round", "this trip", "this season"),
+        _rx(
+            r"^(?:so |then |ok(?:ay)?,? )?no (?!(?:worries|problem|rush|idea|way|luck|one|need)\b)"
+            r"[\w' -]{1,30}? this (?:time|year|round|trip|season)\b"
+        ),
+    ),
     # task: a task declared done
     (
         "task",
@@ -273,6 +282,11 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ),
     ),
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    (
+        "decision",
+        ("the plan", "new plan", "final plan", "our plan", "revised plan"),
+        _rx(r"\bthat'?s (?:the|our) (?:new |final |revised )?plan\b(?! (?:for|to|if|b)\b)"),
+    ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
     ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
     # a short clause ending on "then": "libdeflater then", "ordering the Orla ones then"
@@ -347,7 +361,7 @@ NEGATED_AFTER = re.compile(
 )
 FAILURE = re.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
-    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|still\s+(?:fail\w*|broken|there|"
+    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|still\s+(?:fail\w*|broken|red|there|"
     r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
 NO_FAILURE = re.compile(
@@ -371,6 +385,12 @@ NOT_DONE = _rx(
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
     r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
 )
+IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
+COUNTED = re.compile(
+    r"\b(\d{1,5})\s*(?:/|of|out of)\s*(\d{1,5})\b(?![.,]\d)(?=\s+(?:[\w-]+\s+)?(?:tests?|checks?|"
+    r"green|pass\w*|jobs?|suites?|cases?|specs?|succeed\w*|done|fixed|migrated|merged)\b)"
+)
+SUMS_UP = re.compile(r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) ")
 OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
 QUOTED = re.compile(
     r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d"
@@ -419,6 +439,16 @@ _FILLER_START = re.compile(
     r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes|yep|"
     r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
+
+
+def _ironic(text: str) -> bool:
+    """An ironic mark: the emoji people roll their eyes with, or "/s"."""
+    return bool(IRONY.search(text))
+
+
+def _partial(text: str) -> bool:
+    """Some of a whole, counted: "13 of 14 tests green", "9/10 pass" is not all of it."""
+    return any(int(part) < int(whole) for part, whole in COUNTED.findall(text))
 
 
 def _has_failure(text: str) -> bool:
@@ -484,6 +514,16 @@ def own_words(originals: list[str], index: int) -> str:
         if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
             continue
         own.append(cleaned)
+    # a cue that sums up what the turn just said ("...3 hours on the 16th. That's the
+    # new plan."): the sentences before it say what
+    sums_up = SUMS_UP.match(_FILLER_START.sub("", plain(originals[index])).lower())
+    for sentence in reversed(originals[max(0, index - 2) : index] if sums_up else []):
+        if specifics(" ".join(own)) >= 6:
+            break
+        cleaned = _FILLER_START.sub("", plain(sentence)).strip()
+        if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
+            break
+        own.insert(0, cleaned)
     return _clip(" ".join(own) or plain(originals[index]))
 
 
@@ -555,6 +595,8 @@ def detect(
         following = parts[index + 1] if index + 1 < len(parts) else ""
         if following.startswith(("no wait", "wait", "no,", "nope", "not really", "not quite")):
             continue
+        if _ironic(sentence) or _ironic(following[:12]):
+            continue  # "budget sorted then, we'll fix the toasters with our teeth 🙃"
         for kind, pattern in cues:
             match = pattern.search(sentence)
             if match is None:
@@ -565,8 +607,10 @@ def detect(
                 continue
             if kind != "answer" and _has_failure(sentence):
                 continue  # "great, NaN again, love it", "that fixed it, but now it crashes"
-            if kind == "resolution" and _has_failure(following):
-                continue
+            if kind in ("resolution", "task") and _has_failure(following):
+                continue  # "the run finished. still red, different error"
+            if kind in ("resolution", "task") and _partial(sentence):
+                continue  # "13 of 14 tests green": not yet
             if kind in ("task", "resolution", "decision") and (
                 PAUSE.search(sentence) or NOT_DONE.search(sentence)
             ):

@@ -122,9 +122,18 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "flag",
         "whatever",
-        r"\bwhatever (?:happens|(?:we|you|i|they) (?:do|pick|choose|build|decide))\b",
+        r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
+        r"(?:we|you|i|they) (?:do|pick|choose|build|decide))\b",
     ),
     _cue("flag", "matter", r"\bno matter what\b"),
+    # all there is to spend: "I've got £200 for kit this summer, that's all there is"
+    _cue(
+        "flag",
+        "all",
+        r"\bthat'?s (?:all|everything) (?:there is|i(?:'ve| have) got|we(?:'ve| have) got|i have|"
+        r"we have)\b",
+        requires=_NUMBERS,
+    ),
     _cue(
         "flag",
         "now forward here",
@@ -260,6 +269,13 @@ CUES: tuple[Cue, ...] = (
         (" not ", " not."),
     ),
     _cue("order", "avoid refrain stop", r"\b(?:avoid|refrain from|stop using)\b", _OPENS_STRICT),
+    # a habit to drop, told at a clause's opening: "and stop pasting the whole plan"
+    _cue(
+        "order",
+        "stop",
+        r"\bstop (?!(?:by|in|at|over|here|there|it|that|this|and|now|being able)\b)[a-z]+ing\b",
+        _OPENS,
+    ),
     _cue(
         "order",
         "alone hands nothing",
@@ -315,8 +331,9 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "order",
         "no",
-        r"\bno " + _NO_WHAT + r"(?:[\w\"'()*.#/-]+ ){0,3}(?:in|on|to|into|inside|under|for|from|"
-        r"with|without|mixed|anywhere|ever|allowed|pls|please|period|at all)\b",
+        r"\bno " + _NO_WHAT + r"(?:[\w\"'()*.#/-]+ |\([^()]{1,60}\) ){0,4}(?:in|on|to|into|inside|"
+        r"under|for|from|with|without|mixed|anywhere|ever|allowed|pls|please|period|at all|"
+        r"through|before|after|during|until)\b",
         _OPENS_STRICT,
     ),
     # a limit that opens a sentence or clause: "max one stop", "no more than 3 changes"
@@ -330,6 +347,13 @@ CUES: tuple[Cue, ...] = (
         r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
         _OPENS_LIMIT,
         _NUMBERS,
+    ),
+    # a limit on a change: "increase the mileage by no more than 10% a week"
+    _cue(
+        "bound",
+        "more most",
+        r"\bby (?:no more than|not more than|at most)\s+(?:\S+\s+){0,2}?[\d\u20ac$\u00a3]",
+        requires=_NUMBERS,
     ),
 )
 # a sentence that opens with a flag: "important: ...", "heads up: ...", "rule: ..."

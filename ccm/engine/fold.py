@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 6
+STATE_VERSION = 7
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -84,8 +84,9 @@ OPENER = re.compile(
     r"(?:now\b(?! (?:it|that|this|they|we're|i'm|the (?:\w+ )?(?:is|are|works|fails))\b)|"
     r"next\b|"
     r"(?:next|last|final|another|one more|other|different|separate|new|quick|small|big|"
-    r"unrelated)\s+(?:thing|one|topic|question|q|item|step|issue|problem|task|part|bit|"
-    r"big one|request)\b|"
+    r"unrelated|random|second|third|fourth)\s+(?:thing|one|topic|question|q|item|step|issue|"
+    r"problem|task|part|bit|"
+    r"big one|request|worry|thought)\b|"
     r"(?:q|question|topic|re|update|plan|todo|idea|fyi|agenda)\b(?: from [\w ]{1,20}| for [\w ]{1,20})?\s*:|"
     r"while (?:i have you|that runs|we wait|it runs|we'?re at it)|meanwhile|in the meantime|"
     r"before i forget|after (?:lunch|the break|standup|the meeting)|back from \w+|"
@@ -96,7 +97,14 @@ OPENER = re.compile(
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
     r"before (?:you|we) go on\b|hold that thought\b|side (?:question|note|quest)\b|"
     r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
-    r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b)"
+    r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b|while i think of it\b|"
+    r"speak of the devil\b|"
+    # a topic named, then the words that open one: "Money, while we're on it."
+    r"[a-z][\w'-]*(?: [a-z][\w'-]*)?,? (?:while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|"
+    r"that))|while i think of it|before i forget)\b|"
+    # a topic named, then put next: "Kyoto hotels next.", "the budget explanation next:"
+    r"(?:the |our |my )?(?!(?:it|this|that|them|those|these|you|we|i|do|done)\b)"
+    r"[a-z][\w'-]*(?:(?: [a-z][\w'-]*){0,3} next| [a-z][\w'-]* first|\w* first)\s*[.!:])"
 )
 # a user turn that ends by announcing another topic: "...meanwhile something else came
 # up", "one more thing:"; the next user turn raises it
@@ -764,8 +772,8 @@ def _topic_score(
         shared = len(mine & set(answered[9]))
         if shared >= 3 or (shared >= 2 and shared >= 0.3 * len(mine)):
             score -= 1.0  # it takes up what the answer said
-        elif answered[2].rstrip().endswith("?") or REPLY.match(head):
-            score -= 1.0  # it answers the assistant's question
+        elif (answered[2].rstrip().endswith("?") or REPLY.match(head)) and cue != "shift":
+            score -= 1.0  # it answers the assistant's question (not by opening a topic)
     if rules and cue != "shift":
         score -= 1.0  # a rule for the work at hand, not a topic named first
     if len(open_turns) < 2:
