@@ -767,7 +767,6 @@ def _unreachable(exc: httpx2.HTTPError) -> JSONResponse:
             504, "timeout_error", f"the upstream API did not answer in time ({type(exc).__name__})"
         )
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    log.warning("the upstream API cannot be reached: %s", detail)
     return _error(502, "api_error", f"the upstream API cannot be reached: {detail}")
 
 

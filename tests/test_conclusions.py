@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ccm.engine.conclusions import Conclusion, detect, supersedes
+from ccm.engine.conclusions import Conclusion, detect, supersedes, with_reversals
 
 FIX = (
     "assistant",
@@ -126,6 +126,7 @@ def test_conclusions_are_found(
         ("Wonderful, the venue's sorted then, we'll all sit on the floor \U0001f643", PLAN),
         ("Deploy done. \U0001f644 Only took three tries.", None),
         ("oh sure, fixed /s", FIX),
+        ("Deployed and merged, all green /s", FIX),  # what "/s" alone takes back
         ("11 of 12 checks green, that one's fixed", FIX),
         ("Status: 7/9 tests pass now, the rest is done tomorrow.", FIX),
     ],
@@ -206,7 +207,7 @@ def test_a_decision_reversed_in_another_sentence_of_its_turn_supersedes() -> Non
     later = Conclusion("Decided: the night bus on Thursday, 38 euros.", 9, "decision", 0.85, "")
     turn = "Decided: the night bus on Thursday, 38 euros. Forget the train to Lyon."
     assert not supersedes(later, earlier)
-    assert supersedes(later, earlier, turn)
+    assert supersedes(with_reversals(later, turn), earlier)
 
 
 def test_a_cue_that_sums_up_the_turn_states_what_the_turn_said_before_it() -> None:

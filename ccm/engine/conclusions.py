@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ccm.engine.text import sentences, terms
 
@@ -56,6 +56,7 @@ ASSISTANT_KINDS = frozenset({"resolution", "task", "insight"})
 LONG_TURN = 3000
 LONG_ANSWER = 800
 STATEMENT_CHARS = 320
+DECIDED = ("decision", "confirmation")  # the kinds that decide: one may reverse another
 
 
 @dataclass(frozen=True)
@@ -385,6 +386,7 @@ NOT_DONE = _rx(
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
     r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
 )
+# an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
 COUNTED = re.compile(
     r"\b(\d{1,5})\s*(?:/|of|out of)\s*(\d{1,5})\b(?![.,]\d)(?=\s+(?:[\w-]+\s+)?(?:tests?|checks?|"
@@ -439,11 +441,6 @@ _FILLER_START = re.compile(
     r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes|yep|"
     r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
-
-
-def _ironic(text: str) -> bool:
-    """An ironic mark: the emoji people roll their eyes with, or "/s"."""
-    return bool(IRONY.search(text))
 
 
 def _partial(text: str) -> bool:
@@ -510,21 +507,29 @@ def own_words(originals: list[str], index: int) -> str:
     for sentence in originals[index : index + 3]:
         if own and specifics(" ".join(own)) >= 6:
             break
-        cleaned = _FILLER_START.sub("", plain(sentence)).strip()
-        if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
-            continue
-        own.append(cleaned)
+        cleaned = _settling(sentence)
+        if cleaned:
+            own.append(cleaned)
     # a cue that sums up what the turn just said ("...3 hours on the 16th. That's the
     # new plan."): the sentences before it say what
     sums_up = SUMS_UP.match(_FILLER_START.sub("", plain(originals[index])).lower())
     for sentence in reversed(originals[max(0, index - 2) : index] if sums_up else []):
         if specifics(" ".join(own)) >= 6:
             break
-        cleaned = _FILLER_START.sub("", plain(sentence)).strip()
-        if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
+        cleaned = _settling(sentence)
+        if not cleaned:
             break
         own.insert(0, cleaned)
     return _clip(" ".join(own) or plain(originals[index]))
+
+
+def _settling(sentence: str) -> str:
+    """A sentence of a turn without its greeting or filler, or "" when it settles
+    nothing (a question, a pause)."""
+    cleaned = _FILLER_START.sub("", plain(sentence)).strip()
+    if not cleaned or sentence.rstrip().endswith("?") or PAUSE.search(cleaned.lower()):
+        return ""
+    return cleaned
 
 
 def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> str:
@@ -595,7 +600,7 @@ def detect(
         following = parts[index + 1] if index + 1 < len(parts) else ""
         if following.startswith(("no wait", "wait", "no,", "nope", "not really", "not quite")):
             continue
-        if _ironic(sentence) or _ironic(following[:12]):
+        if IRONY.search(sentence) or IRONY.search(following[:12]):
             continue  # "budget sorted then, we'll fix the toasters with our teeth 🙃"
         for kind, pattern in cues:
             match = pattern.search(sentence)
@@ -651,22 +656,24 @@ def subject(text: str) -> set[str]:
     return set(terms(text))
 
 
-def supersedes(later: Conclusion, earlier: Conclusion, context: str = "") -> bool:
-    """True when `later` reverses `earlier`: both decide, on the same subject. `context`:
-    the turn `later` was said in, whose sentences that reverse ("Forget Two Lads.")
-    count with it, though its statement is the decision ("Decided: Kingsdown, Friday")."""
-    if later.kind not in ("decision", "confirmation") or earlier.kind not in (
-        "decision",
-        "confirmation",
-    ):
+def with_reversals(found: Conclusion, turn: str) -> Conclusion:
+    """`found` with the sentences of its turn that reverse something ("Forget Two Lads.")
+    added to its text, as `supersedes` reads it: the statement is the decision
+    ("Decided: Kingsdown, Friday"), what it drops may be said beside it."""
+    dropped = [s for s in sentences(turn) if REVERSAL.search(s.lower())]
+    return replace(found, text=" ".join([found.text, *dropped])) if dropped else found
+
+
+def supersedes(later: Conclusion, earlier: Conclusion) -> bool:
+    """True when `later` reverses `earlier`: both decide, on the same subject."""
+    if later.kind not in DECIDED or earlier.kind not in DECIDED:
         return False
-    said = " ".join([later.text, *(s for s in sentences(context) if REVERSAL.search(s.lower()))])
-    a, b = subject(said), subject(earlier.text)
+    a, b = subject(later.text), subject(earlier.text)
     if not a or not b:
         return False
     shared = len(a & b)
     overlap = shared / min(len(a), len(b))
-    if REVERSAL.search(said.lower()):
+    if REVERSAL.search(later.text.lower()):
         return shared >= 2 or (shared >= 1 and min(len(a), len(b)) <= 4)
     return overlap >= 0.5 and a != b
 

@@ -434,11 +434,11 @@ CHANGE = re.compile(
     r"\bchange of (?:heart|plan)\b|\bdrop the\b|\buse the new\b|\bswitch(?:ing)? to\b"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
-RETRACTS = r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b"
+RETRACTS = re.compile(r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b")
 # a rule replaced in so many words: "P0 now, not P1", "forget matte black, brushed brass"
 REPLACE = re.compile(
     r"\bnow,? not\b|\bforget (?:the |about the |my |(?:[\w-]+ ){0,3}[\w-]+, )|"
-    r"\bscratch that\b|\binstead of\b[^.]*\b(?:from now on|use|go with)\b|" + RETRACTS
+    r"\bscratch that\b|\binstead of\b[^.]*\b(?:from now on|use|go with)\b|" + RETRACTS.pattern
 )
 # not a rule: a question, a guess, a hypothetical, a request for an answer
 QUESTION = re.compile(
@@ -859,7 +859,7 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
         return False
     shared = len(a & b)
     # "forget what I said about console" names what it replaces: two terms in common do
-    explicit = re.search(RETRACTS, later.lower()) is not None
+    explicit = RETRACTS.search(later.lower()) is not None
     return shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b)))
 
 

@@ -66,7 +66,6 @@ CRITICAL_REPLACED_KEPT = 20
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
-DECIDED = ("decision", "confirmation")
 
 SHIFT = re.compile(
     r"^(?:(?:ok(?:ay)?|alright|so|right|anyway)[,.!]?\s+)?"
@@ -322,7 +321,7 @@ def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
         found = entry[5]
         if found is None:
             continue
-        if chosen is not None and found["kind"] == "task" and chosen["kind"] in DECIDED:
+        if chosen is not None and found["kind"] == "task" and chosen["kind"] in conclusions.DECIDED:
             continue
         if chosen is None or found["confidence"] >= chosen["confidence"] - 0.1:
             chosen = found
@@ -570,18 +569,19 @@ def _supersede(state: State, index: int, turn: int) -> None:
 def _register_conclusion(
     state: State, found: conclusions.Conclusion, segment_id: str, text: str = ""
 ) -> None:
-    if found.kind not in ("decision", "confirmation"):
+    if found.kind not in conclusions.DECIDED:
         return
     # the earlier decision it reverses: of those it may, the one it shares most with
     best, best_shared = None, 0
     mine = conclusions.subject(found.text)
+    reading = conclusions.with_reversals(found, text)
     for earlier in reversed(state["decisions"]):
         if earlier.get("superseded_by"):
             continue
         old = conclusions.Conclusion(
             earlier["text"], earlier["turn"], earlier["kind"], earlier["confidence"], ""
         )
-        if conclusions.supersedes(found, old, text):
+        if conclusions.supersedes(reading, old):
             shared = len(mine & conclusions.subject(old.text))
             if shared > best_shared:
                 best, best_shared = earlier, shared
@@ -738,16 +738,12 @@ def _topic_score(
         label = LABEL.match(head)
         if label and label.group(1) not in NOT_LABEL and len(mine) >= 7:
             score, cue = 1.0, "shift"
+    paused = gap is not None and gap >= params.time_gap_seconds / 4
     if gap is not None and gap >= params.time_gap_seconds:
         score, cue = score + 1.5, "time_gap" if cue == "cohesion" else cue
-    elif gap is not None and gap >= params.time_gap_seconds / 4:
+    elif paused:
         score += 1.0
-    if (
-        gap is not None
-        and gap >= params.time_gap_seconds / 4
-        and BACK.match(head)
-        and not conclusions.PAUSE.search(head)
-    ):
+    if paused and BACK.match(head) and not conclusions.PAUSE.search(head):
         score += 1.0  # "back, ..." after a break: what comes next is likely something else
     seen: set[str] = set()
     for entry in open_turns[-NOVELTY_TURNS:]:
