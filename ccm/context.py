@@ -32,6 +32,7 @@ from datetime import date
 from typing import Any
 
 from ccm import derive, tokens
+from ccm.engine.critical import core
 from ccm.errors import UsageError
 from ccm.index import (
     TOOL_CHARS,
@@ -56,6 +57,8 @@ SHARES: dict[str, dict[str, float]] = {
     "summary": {"state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
+CRITICAL_TITLE = "Critical (always honour)"
+CRITICAL_SHARE = 0.25  # critical items past this share of the budget are shown by their rules
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
 ELLIPSIS = "\u2026"  # between turns of a long exchange that are not next to each other
@@ -213,6 +216,29 @@ def _lines_tokens(block: Block) -> int:
     line is counted once in a process, however long the block (the critical items)."""
     header = tokens.count_cached(f"## {block.title}\n") + JOIN_TOKENS
     return header + sum(tokens.count_cached(line) + 1 for line in block.lines)
+
+
+def _critical_lines(texts: list[str], share: int) -> list[str]:
+    """The critical items as lines, each whole while their block fits in `share` tokens;
+    past it, the items that gain the most are shown by their rule sentences alone
+    (`ccm.engine.critical.core`), until the block fits or none is left to shorten. Every
+    item is always there: a small context keeps the rules and gives up their reasons."""
+    lines = [f"- {text}" for text in texts]
+    used = _lines_tokens(Block("critical", CRITICAL_TITLE, lines))
+    if used <= share:
+        return lines
+    shorter = []
+    for at, line in enumerate(lines):
+        short = f"- {core(texts[at])}"
+        saved = tokens.count_cached(line) - tokens.count_cached(short)
+        if saved > 0:
+            shorter.append((saved, at, short))
+    for saved, at, short in sorted(shorter, key=lambda entry: (-entry[0], entry[1])):
+        if used <= share:
+            break
+        lines[at] = short
+        used -= saved
+    return lines
 
 
 def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -402,9 +428,9 @@ def _assemble(
     shares = SHARES[kind]
     budget = _Budget(total)
 
-    critical = Block("critical", "Critical (always honour)")
+    critical = Block("critical", CRITICAL_TITLE)
     items = tiers.critical  # as `critical_items` gives them, found when rendered
-    critical.lines = [f"- {c['text']}" for c in items]
+    critical.lines = _critical_lines([c["text"] for c in items], int(total * CRITICAL_SHARE))
     critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")
     always, rest = _state_lines(tiers.working)

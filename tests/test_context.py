@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ccm import tokens
 from ccm.bench import evidence_ids, run_locomo
 from ccm.cli import main
-from ccm.context import assemble, classify
+from ccm.context import CRITICAL_SHARE, assemble, classify
+from ccm.engine.critical import core
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
 from tests.helpers import ccm_at as ccm
@@ -118,8 +119,9 @@ def test_budget_is_never_exceeded_and_critical_items_are_always_there(
     assert tokens.count_tokens(context.text()) <= budget
     critical = next((b for b in context.blocks if b.name == "critical"), None)
     working = __import__("yaml").safe_load((store.session_dir("chat") / "working.yaml").read_text())
-    for item in working["critical"]:
-        assert critical is not None and f"- {item}" in critical.lines
+    for item in working["critical"]:  # whole, or by its rule when they crowd the budget
+        assert critical is not None
+        assert f"- {item}" in critical.lines or f"- {core(item)}" in critical.lines
     if working["state"]["current_task"]:
         assert any(b.name == "state" for b in context.blocks)
 
@@ -275,6 +277,70 @@ def test_stored_token_counts_are_used_only_when_counted_the_same_way(tmp_path: P
         ingest(store, [str(SAMPLE / "sources" / "deploy-checklist.jsonl")], session="deploy")
         index.update("deploy")  # counted with the BPE now: the index holds both
         assert index.counted_with() == "mixed"
+
+
+RULES_WITH_REASONS = [
+    "Never force-push to the release branch. Two of the packagers build straight from it "
+    "every hour and a rewritten history breaks their mirrors for the whole afternoon.",
+    "Keep all money as integer cents. A float total put the March invoice run out by "
+    "a cent on three hundred invoices and we wrote to every one of those customers.",
+    "Don't rename anything in the public API. The plugin authors pin against it and the "
+    "last rename cost them a week of patch releases across a dozen repositories.",
+    "The staging database is read-only for us. The data team reloads it every night from "
+    "the warehouse and anything we write there is overwritten before anyone looks at it.",
+    "Keep every migration reversible. Our rollback runbook assumes a down step exists for "
+    "each one and the on-call engineer has no time to write one at three in the morning.",
+    "No new dependencies without asking me first. The security review for each new package "
+    "takes the compliance team about two weeks and blocks the release train meanwhile.",
+]
+
+
+def test_critical_items_that_crowd_a_small_budget_are_shown_by_their_rules(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "rules.jsonl"
+    said = [
+        turn
+        for n, rule in enumerate(RULES_WITH_REASONS)
+        for turn in (
+            {"role": "user", "content": rule, "ts": 1_767_000_000 + 120 * n},
+            {"role": "assistant", "content": "Understood.", "ts": 1_767_000_060 + 120 * n},
+        )
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in said))
+    store = Store(tmp_path / "root")
+    ingest(store, [str(source)], derive=True)
+    roomy = next(b for b in assemble(store, "rules", 8000).blocks if b.name == "critical")
+    assert roomy.lines == [f"- {text}" for text in RULES_WITH_REASONS]  # whole, in order
+    rules = [f"- {text.split('. ')[0]}." for text in RULES_WITH_REASONS]
+    assert roomy.tokens > CRITICAL_SHARE * 600  # so they crowd both budgets below
+    for budget in (400, 600):
+        small = assemble(store, "rules", budget)
+        assert tokens.count_tokens(small.text()) <= budget
+        critical = next(b for b in small.blocks if b.name == "critical")
+        assert critical.tokens <= CRITICAL_SHARE * budget
+        # every rule there, whole or without its reason; those that gain most go first
+        assert all(
+            line in (whole, rule)
+            for line, whole, rule in zip(critical.lines, roomy.lines, rules, strict=True)
+        )
+        gains = [
+            tokens.count_tokens(w) - tokens.count_tokens(r)
+            for w, r in zip(roomy.lines, rules, strict=True)
+        ]
+        cut = [
+            gain
+            for gain, line, rule in zip(gains, critical.lines, rules, strict=True)
+            if line == rule
+        ]
+        kept = [
+            gain
+            for gain, line, rule in zip(gains, critical.lines, rules, strict=True)
+            if line != rule
+        ]
+        assert cut and min(cut) >= max(kept, default=0)
+    assert critical.lines != rules and critical.lines != roomy.lines  # at 600: some of each
+    assert any(b.name == "tail" for b in small.blocks)  # the room went to the latest turns
 
 
 def test_a_budget_too_small_for_the_critical_items_is_a_clear_error(root: Path) -> None:

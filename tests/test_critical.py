@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ccm.engine.critical import detect, replaces, units
+from ccm.engine.critical import core, detect, replaces, units
 from ccm.engine.fold import Params, fold, new_state
 
 RULES = [
@@ -296,3 +296,36 @@ def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users()
     assert [item for _, item in detect("user", guidance)] == [
         '"Equipment costs must not exceed 15% of the total amount requested."'
     ]
+
+
+@pytest.mark.parametrize(
+    ("item", "rule"),
+    [
+        (  # the reason goes
+            "Never rebase a shared branch. Last spring it cost us two days of lost commits.",
+            "Never rebase a shared branch.",
+        ),
+        (  # the scope said before it goes too, the rule and its wording stay
+            "The client signs off on Monday. Nothing goes out without her approval, ever. "
+            "She reads it all on paper.",
+            "Nothing goes out without her approval, ever.",
+        ),
+        (  # a rule that points back keeps what it points at
+            "The export holds home addresses. It must never leave the EU servers, not even "
+            "in a log line.",
+            "The export holds home addresses. It must never leave the EU servers, not even "
+            "in a log line.",
+        ),
+        (  # a line that leads into it keeps its place
+            "One thing before you start: don't touch the billing tables.",
+            "One thing before you start: don't touch the billing tables.",
+        ),
+        ("Keep the PR under 400 lines.", "Keep the PR under 400 lines."),  # one sentence
+        (  # no sentence a rule on its own (an item listed under "ground rules:")
+            "Tabs for indentation. Eight wide.",
+            "Tabs for indentation. Eight wide.",
+        ),
+    ],
+)
+def test_an_items_core_is_its_rule_without_its_reasons(item: str, rule: str) -> None:
+    assert core(item) == rule

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ccm.engine.text import sentences, terms
 
@@ -828,6 +829,31 @@ def _brief_score(sentence: str) -> tuple[float, str | None]:
     ):
         return THRESHOLD, "order"
     return score, cue
+
+
+def core(text: str) -> str:
+    """What of an item states its rule: its rule sentences, each with the sentence before
+    it when that leads into it ("...:") or the rule points back at it ("it must never
+    show up..."); the whole item when no sentence of it is a rule on its own (a list's
+    item under "ground rules:", a short paragraph taken whole). A context short of room
+    shows items so (see `ccm.context`): a rule's reason and its scope are its first
+    words to go."""
+    return _core(text)
+
+
+@lru_cache(maxsize=4096)
+def _core(text: str) -> str:
+    parts = sentences(text)
+    if len(parts) < 2:
+        return text
+    rules = [i for i, part in enumerate(parts) if rule_score(part)[0] >= THRESHOLD]
+    if not rules:
+        return text
+    chosen = set(rules)
+    for index in rules:
+        if index and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower())):
+            chosen.add(index - 1)
+    return " ".join(parts[i] for i in sorted(chosen))
 
 
 def _clip(text: str) -> str:
