@@ -382,6 +382,8 @@ WEDDING = [
         [("user", "Random thought while I think of it: is the barn heated in October?")],
         [("user", "Second thing: the photographer wants a shot list by Friday.")],
         [("user", "Transport, while we're on it. Is there a bus back to town after midnight?")],
+        [("user", "Before the invitations: does the barn allow confetti, or only petals?")],
+        [("user", "While Sam checks the guest list, let's do the cake: two tiers or three?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 7
+STATE_VERSION = 8
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -95,6 +95,10 @@ OPENER = re.compile(
     r"(?:about|as for|regarding)\s+(?:the\s+|our\s+|my\s+)?[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2}\s*:|"
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
     r"before (?:you|we) go on\b|hold that thought\b|side (?:question|note|quest)\b|"
+    # what comes first, named: "Before the journals: ..."
+    r"before (?:the|those|these|that|our|my) [a-z][\w'-]*(?: [a-z][\w'-]*){0,2}\s*:|"
+    # what to do meanwhile, after a lead: "While she reads it: let's finish the branch"
+    r"while [a-z][\w' ]{2,30}[:,]\s*let'?s (?:finish|do|look at|get|go|pick up|start)\b|"
     r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
     r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b|while i think of it\b|"
     r"speak of the devil\b|"
