@@ -384,6 +384,9 @@ WEDDING = [
         [("user", "Transport, while we're on it. Is there a bus back to town after midnight?")],
         [("user", "Before the invitations: does the barn allow confetti, or only petals?")],
         [("user", "While Sam checks the guest list, let's do the cake: two tiers or three?")],
+        [("user", "Right, the speech I've been putting off: who thanks the parents, me or Sam?")],
+        [("user", "Good evening! Flowers first: the florist wants a deposit of 200 by Monday.")],
+        [("user", "Before you dive in: the venue moved our slot to 3pm, does the bus still work?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
