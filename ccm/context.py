@@ -50,15 +50,23 @@ from ccm.index import (
 from ccm.store import Store
 
 # shares of the budget per query type; what recall is given is all that the others leave
-# (for a casual message, which recalls nothing, the tail may take all of it)
+# (for a casual message, which recalls nothing, the tail may take all of it). Critical
+# items are always all there, whole within their share, else by their rules alone
+# (`_critical_lines`): for a recall question, sooner
 SHARES: dict[str, dict[str, float]] = {
-    "casual": {"state": 0.15, "specifics": 0.05, "manifest": 0.10, "efforts": 0.1, "tail": 1.0},
-    "recall": {"state": 0.0, "manifest": 0.05, "efforts": 0.02, "tail": 0.05},
-    "summary": {"state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
+    "casual": {
+        "critical": 0.25,
+        "state": 0.15,
+        "specifics": 0.05,
+        "manifest": 0.10,
+        "efforts": 0.1,
+        "tail": 1.0,
+    },
+    "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.05, "efforts": 0.02, "tail": 0.05},
+    "summary": {"critical": 0.25, "state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
 CRITICAL_TITLE = "Critical (always honour)"
-CRITICAL_SHARE = 0.25  # critical items past this share of the budget are shown by their rules
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
 ELLIPSIS = "\u2026"  # between turns of a long exchange that are not next to each other
@@ -430,7 +438,7 @@ def _assemble(
 
     critical = Block("critical", CRITICAL_TITLE)
     items = tiers.critical  # as `critical_items` gives them, found when rendered
-    critical.lines = _critical_lines([c["text"] for c in items], int(total * CRITICAL_SHARE))
+    critical.lines = _critical_lines([c["text"] for c in items], int(total * shares["critical"]))
     critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")
     always, rest = _state_lines(tiers.working)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ccm import tokens
 from ccm.bench import evidence_ids, run_locomo
 from ccm.cli import main
-from ccm.context import CRITICAL_SHARE, assemble, classify
+from ccm.context import SHARES, assemble, classify
 from ccm.engine.critical import core
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
@@ -313,12 +313,13 @@ def test_critical_items_that_crowd_a_small_budget_are_shown_by_their_rules(
     roomy = next(b for b in assemble(store, "rules", 8000).blocks if b.name == "critical")
     assert roomy.lines == [f"- {text}" for text in RULES_WITH_REASONS]  # whole, in order
     rules = [f"- {text.split('. ')[0]}." for text in RULES_WITH_REASONS]
-    assert roomy.tokens > CRITICAL_SHARE * 600  # so they crowd both budgets below
+    share = SHARES["casual"]["critical"]
+    assert roomy.tokens > share * 600  # so they crowd both budgets below
     for budget in (400, 600):
         small = assemble(store, "rules", budget)
         assert tokens.count_tokens(small.text()) <= budget
         critical = next(b for b in small.blocks if b.name == "critical")
-        assert critical.tokens <= CRITICAL_SHARE * budget
+        assert critical.tokens <= share * budget
         # every rule there, whole or without its reason; those that gain most go first
         assert all(
             line in (whole, rule)
@@ -340,6 +341,11 @@ def test_critical_items_that_crowd_a_small_budget_are_shown_by_their_rules(
         ]
         assert cut and min(cut) >= max(kept, default=0)
     assert critical.lines != rules and critical.lines != roomy.lines  # at 600: some of each
+    # a question about the past is answered from recall: the rules give up more room
+    asked = assemble(store, "rules", 1000, "What did we say about the staging database?")
+    critical = next(b for b in asked.blocks if b.name == "critical")
+    assert asked.query_type == "recall" and critical.lines != roomy.lines
+    assert critical.tokens <= SHARES["recall"]["critical"] * 1000 < roomy.tokens
     assert any(b.name == "tail" for b in small.blocks)  # the room went to the latest turns
 
 
