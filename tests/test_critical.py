@@ -72,9 +72,13 @@ RULES = [
     "No heavy lifting (boxes, furniture, the piano) before the scan.",
     "Raise the dose by no more than 5 mg a week.",
     "No driving after the second glass.",
+    "that date format is load-bearing, three finance reports parse it",
+    "Gran needs her walking frame for anything past the front door.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
+    "The landing page needs a hero image.",
+    "Does your dad need his wheelchair at the station?",
     "so Redis it is?",
     "Maybe we should cap it at 3?",
     "what if we skip the layover?",

@@ -142,6 +142,8 @@ CUES: tuple[Cue, ...] = (
         requires=("from now on", "going forward", "from here on"),
     ),
     _cue("flag", "mean", r"\bi mean it\b"),
+    # what must not change because other things rest on it: "that shape is load-bearing"
+    _cue("flag", "load-bearing loadbearing", r"\bload-?bearing\b"),
     _cue("flag", "insist insists", r"\binsists? on\b"),
     _cue(
         "flag",
@@ -409,7 +411,10 @@ PREFER = re.compile(
     # a condition of the person the work is for: "she's dyslexic", "Margit's colour-blind"
     r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|they are|\w+'s) (?:[\w-]+ )?"
     r"(?:dyslexic|colou?r-?blind|deaf|hard of hearing|epileptic|asthmatic|coeliac|celiac|"
-    r"diabetic|allergic|pregnant|a wheelchair user|partially sighted)\b"
+    r"diabetic|allergic|pregnant|a wheelchair user|partially sighted)\b|"
+    # the aid a person needs: "for anything over 200 metres he needs his wheelchair"
+    r"\b(?:i|we|he|she|they|\w+) needs? (?:a |an |his |her |their |my |our )?(?:[\w-]+ )?"
+    r"(?:wheelchair|crutches|walking stick|walking frame|walker|rollator|cane|hearing aid)s?\b"
 )
 # a wish: weighs with another cue ("I want a proper suite" is a task, not a rule)
 WANT = re.compile(
@@ -475,7 +480,8 @@ CUES = (
         "motion-sick seasick carsick travel-sick vegetarian vegan gluten lactose halal "
         "kosher pescatarian teetotal afraid scared terrified diabetic pregnant wheelchair "
         "crutches diet stairs walk climb swim dyslexic colour-blind color-blind colourblind "
-        "colorblind deaf hearing epileptic asthmatic coeliac celiac user sighted",
+        "colorblind deaf hearing epileptic asthmatic coeliac celiac user sighted walker "
+        "rollator cane walking",
         PREFER.pattern,
     ),
     _cue(
