@@ -399,8 +399,8 @@ def test_the_held_out_scenarios_keep_what_their_measure_found(tmp_path: Path) ->
     report = run_scenarios(tmp_path)
     totals = report["totals"]
     assert [s["scenario"] for s in report["scenarios"]] == ["h01", "h02", "h03", "h04"]
-    assert totals["critical"]["share"]["ccm"] >= 0.85
+    assert totals["critical"]["share"]["ccm"] >= 0.95
     assert totals["conclusions"]["traps"] <= 1
     assert totals["conclusions"]["f1"] >= 0.85
     assert totals["pk_mean"] <= 0.16
-    assert totals["end_terms"]["share"]["ccm"] >= 0.85
+    assert totals["end_terms"]["share"]["ccm"] >= 0.95
