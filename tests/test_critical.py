@@ -324,6 +324,11 @@ def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users()
             "One thing before you start: don't touch the billing tables.",
             "One thing before you start: don't touch the billing tables.",
         ),
+        (  # a rule that points back further keeps the words that lead the item in
+            "About the invoices table: it feeds billing every night. Never truncate it, not "
+            "even on staging.",
+            "About the invoices table: Never truncate it, not even on staging.",
+        ),
         ("Keep the PR under 400 lines.", "Keep the PR under 400 lines."),  # one sentence
         (  # no sentence a rule on its own (an item listed under "ground rules:")
             "Tabs for indentation. Eight wide.",

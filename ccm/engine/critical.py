@@ -586,6 +586,9 @@ ANAPHOR = re.compile(
     r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b"
 )
 ITEM_CHARS = 600
+# a pronoun that stands for something said before it
+POINTS_BACK = re.compile(r"\b(?:it|its|them|they|their|he|she|him|her|his)\b")
+LEADS_WITH = re.compile(r"^[^:]{3,60}:")  # what a sentence is about, said first
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
 _RULES_HEADING = re.compile(
     r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
@@ -840,8 +843,9 @@ def _brief_score(sentence: str) -> tuple[float, str | None]:
 def core(text: str) -> str:
     """What of an item states its rule: its rule sentences, each with the sentence before
     it when that leads into it ("...:") or the rule points back at it ("it must never
-    show up..."); the whole item when no sentence of it is a rule on its own (a list's
-    item under "ground rules:", a short paragraph taken whole). A context short of room
+    show up..."), and after the words that lead the item in when it points back further
+    ("Heads up on the old bucket: it stays. ... Don't delete it"); the whole item when no sentence of it is a
+    rule on its own (a list's item under "ground rules:", a short paragraph taken whole). A context short of room
     shows items so (see `ccm.context`): a rule's reason and its scope are its first
     words to go."""
     return _core(text)
@@ -859,7 +863,12 @@ def _core(text: str) -> str:
     for index in rules:
         if index and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower())):
             chosen.add(index - 1)
-    return " ".join(parts[i] for i in sorted(chosen))
+    said = [parts[i] for i in sorted(chosen)]
+    lead = LEADS_WITH.match(parts[0])
+    if lead and 0 not in chosen and any(POINTS_BACK.search(parts[i].lower()) for i in rules):
+        # "Heads up on the old bucket: it stays. ... Don't delete it": what "it" is
+        said.insert(0, lead.group())
+    return " ".join(said)
 
 
 def _clip(text: str) -> str:
