@@ -226,18 +226,21 @@ def _lines_tokens(block: Block) -> int:
     return header + sum(tokens.count_cached(line) + 1 for line in block.lines)
 
 
-def _critical_lines(texts: list[str], share: int) -> list[str]:
+def _critical_lines(items: list[dict[str, Any]], share: int) -> list[str]:
     """The critical items as lines, each whole while their block fits in `share` tokens;
-    past it, the items that gain the most are shown by their rule sentences alone
-    (`ccm.engine.critical.core`), until the block fits or none is left to shorten. Every
-    item is always there: a small context keeps the rules and gives up their reasons."""
-    lines = [f"- {text}" for text in texts]
+    past it, the detected items that gain the most are shown by their rule sentences
+    alone (`ccm.engine.critical.core`), until the block fits or none is left to shorten.
+    Every item is always there: a small context keeps the rules and gives up their
+    reasons. What a person marked critical is shown as they wrote it, always."""
+    lines = [f"- {item['text']}" for item in items]
     used = _lines_tokens(Block("critical", CRITICAL_TITLE, lines))
     if used <= share:
         return lines
     shorter = []
     for at, line in enumerate(lines):
-        short = f"- {core(texts[at])}"
+        if items[at].get("source") == "event":  # marked by a person (`ccm critical --add`)
+            continue
+        short = f"- {core(items[at]['text'])}"
         saved = tokens.count_cached(line) - tokens.count_cached(short)
         if saved > 0:
             shorter.append((saved, at, short))
@@ -438,7 +441,7 @@ def _assemble(
 
     critical = Block("critical", CRITICAL_TITLE)
     items = tiers.critical  # as `critical_items` gives them, found when rendered
-    critical.lines = _critical_lines([c["text"] for c in items], int(total * shares["critical"]))
+    critical.lines = _critical_lines(items, int(total * shares["critical"]))
     critical.items = [c["id"] for c in items]
     state = Block("state", "Working state")
     always, rest = _state_lines(tiers.working)

@@ -341,6 +341,16 @@ def test_critical_items_that_crowd_a_small_budget_are_shown_by_their_rules(
         ]
         assert cut and min(cut) >= max(kept, default=0)
     assert critical.lines != rules and critical.lines != roomy.lines  # at 600: some of each
+    # what a person marked critical stays as they wrote it, however little room is left
+    marked = (
+        "Never page the on-call engineer for staging. The rota only covers production, and "
+        "last quarter three staging pages in one week burned out two people on the team, "
+        "so staging alerts go to the channel and wait for the morning."
+    )
+    assert ccm(tmp_path / "root", "critical", "rules", "--add", marked).exit_code == 0
+    lines = next(b for b in assemble(store, "rules", 400).blocks if b.name == "critical").lines
+    assert f"- {marked}" in lines and lines[: len(rules)] == rules
+    assert core(marked) != marked  # it would have been shortened, were it found
     # a question about the past is answered from recall: the rules give up more room
     asked = assemble(store, "rules", 1000, "What did we say about the staging database?")
     critical = next(b for b in asked.blocks if b.name == "critical")
