@@ -74,11 +74,23 @@ RULES = [
     "No driving after the second glass.",
     "that date format is load-bearing, three finance reports parse it",
     "Gran needs her walking frame for anything past the front door.",
+    "two deploys a week, max.",
+    "cover letter max 400 words",
+    "release notes aren't published until legal has read them",
+    "Not on Slack, not in email, not in the ticket.",
+    "fixtures come from tests/data/ and nowhere else",
+    "Sam wants the slides by Thursday noon.",
+    "how reviews work here: two approvals, one of them from the module owner.",
+    "the release freeze starts on the 14th and runs through the launch",
+    "Charts only at district level, and no district with fewer than 5 households shown.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
     "The landing page needs a hero image.",
     "Does your dad need his wheelchair at the station?",
+    "we peaked at 900 requests a second, max.",
+    "how does the cache work here?",
+    "Nobody else has seen the draft yet.",
     "so Redis it is?",
     "Maybe we should cap it at 3?",
     "what if we skip the layover?",
@@ -338,3 +350,29 @@ def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users()
 )
 def test_an_items_core_is_its_rule_without_its_reasons(item: str, rule: str) -> None:
     assert core(item) == rule
+
+
+def test_a_list_after_a_few_things_before_you_start_is_rules_as_written() -> None:
+    """Written for this test: the items under "a few things before you start:" bind the
+    work, however plainly each is put."""
+    text = (
+        "a few things before you start:\n"
+        "- branches are named after the ticket, like ABC-123-short-title\n"
+        "- we squash on merge, the PR title becomes the commit"
+    )
+    assert [item for _, item in detect("user", text)] == [
+        "branches are named after the ticket, like ABC-123-short-title",
+        "we squash on merge, the PR title becomes the commit",
+    ]
+
+
+def test_a_rule_quoted_from_someone_else_binds_the_work_without_its_quote_marks() -> None:
+    """Written for this test: a policy pasted as a "> " quote is a rule; a pasted shell
+    command is not prose."""
+    text = (
+        "pasting the policy:\n\n> Contractors must not access production data from "
+        "personal laptops.\n\n> $ ls /srv/prod"
+    )
+    assert [item for _, item in detect("user", text)] == [
+        "Contractors must not access production data from personal laptops."
+    ]

@@ -400,6 +400,22 @@ def test_a_user_turn_that_raises_another_topic_starts_a_segment(
     assert segments[1]["cue"] == "shift"  # said to open a topic, not only new words
 
 
+def test_a_rule_quoted_from_someone_else_does_not_hold_its_turn_in_the_topic_at_hand() -> None:
+    """Written for this test: a rule the user writes is about the work at hand (the turn
+    stays in its topic unless it opens one outright); a message someone else wrote, pasted
+    as a quote with a rule in it, is news that may open a topic, and opens it at its own
+    turn (not only when its answer turns out to share little with what came before)."""
+    pasted = (
+        "news from the venue this morning, pasting:\n\n> Quick update on your booking. The "
+        "barn closes at 23:00 sharp from June, and amplified music has to stop by 22:30 under "
+        "the new licence.\n\nso the timings we drew up need another look."
+    )
+    lines = [*WEDDING, ("user", pasted), ("assistant", "Then the first dance moves to 21:00.")]
+    segments = _segments_of(lines)
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+    assert segments[1]["cue"] != "cohesion"  # opened by the turn, not split at its answer
+
+
 def test_a_topic_opened_in_answer_to_the_assistants_question_weighs_as_one_opened_unasked() -> None:
     """Written for this test: "Anything else, or shall we go on?" answered with "The
     seating plan first." opens the seating plan as surely as it would unasked; an answer

@@ -142,6 +142,20 @@ CUES: tuple[Cue, ...] = (
         requires=("from now on", "going forward", "from here on"),
     ),
     _cue("flag", "mean", r"\bi mean it\b"),
+    # the way things are done where the work is: "how migrations work here: ..."
+    _cue(
+        "flag",
+        "here repo team project codebase company",
+        r"\bhow (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this "
+        r"(?:repo|team|project|codebase|company))\b",
+    ),
+    # a window in which nothing may change: "the release freeze starts tomorrow at 16:00"
+    _cue(
+        "flag",
+        "freeze",
+        r"\b(?:release|code|change|deploy|deployment|merge|feature) freeze\b|"
+        r"\bfreeze (?:window|period)\b",
+    ),
     # what must not change because other things rest on it: "that shape is load-bearing"
     _cue("flag", "load-bearing loadbearing", r"\bload-?bearing\b"),
     _cue("flag", "insist insists", r"\binsists? on\b"),
@@ -235,8 +249,16 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "order",
         "else",
-        r"\band nothing else\b(?! (?:changed|happened|came|showed|matters|works|helped))",
-        requires=("nothing else",),
+        r"\band nothing else\b(?! (?:changed|happened|came|showed|matters|works|helped))|"
+        r"\band (?:nowhere|no ?one|nobody) else\b",
+        requires=("nothing else", "nowhere else", "one else", "nobody else"),
+    ),
+    # a deadline someone set: "Aurelio wants the full revision by 1 May"
+    _cue(
+        "deontic",
+        "wants needs expects",
+        r"\b(?:wants|needs|expects)\b[^.;!?]{0,50}?\bby (?:(?:mon|tues|wednes|thurs|fri|satur|"
+        r"sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|\d)",
     ),
     # what goes with a change: "if you touch go.mod, go mod vendor goes in the same commit"
     _cue(
@@ -344,7 +366,7 @@ CUES: tuple[Cue, ...] = (
         "bound",
         "max maximum minimum most least more up under below only than nothing",
         r"\b(?:max(?:imum)?|minimum|at most|at least|no more than|not more than|up to|under|"
-        r"below|only|no \w+ (?:longer|more|later|earlier|shorter) than|"
+        r"below|only|no \w+(?: with)? (?:longer|more|later|earlier|shorter|fewer|less) than|"
         r"nothing (?:before|after|over|above|past|earlier than|later than|longer than))\s+"
         r"(?:\S+\s+){0,2}?"
         r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
@@ -357,6 +379,33 @@ CUES: tuple[Cue, ...] = (
         "more most",
         r"\bby (?:no more than|not more than|at most)\s+(?:\S+\s+){0,2}?[\d\u20ac$\u00a3]",
         requires=_NUMBERS,
+    ),
+    # a limit said after what it bounds: "three CI runs today, max", "abstract max 200 words"
+    _cue(
+        "bound",
+        "max maximum tops most",
+        r"^(?!.*\b\w+ed\b)(?:[^.;:!?]*\s)?(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|"
+        r"nine|ten)\b[^.;:!?]{0,40},?\s(?:max|maximum|tops|at most)\b\W*$|"
+        r"^(?:\W*(?:and|also|so)\W+)?(?:the |our |my )?[a-z][\w-]*(?: [a-z][\w-]*)? "
+        r"(?:max|maximum|at most) (?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|"
+        r"ten)\b",
+        requires=_NUMBERS,
+    ),
+    # a gate: "anything in drizzle/ doesn't get merged until Hadley has approved it"
+    _cue(
+        "deontic",
+        "until unless without merged deployed shipped released sent published submitted "
+        "applied pushed posted",
+        r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|will not|can'?t|cannot|isn'?t|is not|"
+        r"aren'?t|are not|nothing)\s(?:\w+\s)?(?:get |gets |be |go |goes )?"
+        r"(?:merged|deployed|shipped|released|sent|published|submitted|applied|pushed|posted)\b"
+        r"[^.;!?]{0,60}?\b(?:until|unless|without)\b",
+    ),
+    # what is ruled out, listed: "Not muted, not test.fixme, not skipped."
+    _cue(
+        "order",
+        "not",
+        r"^(?:\W*(?:and|but|so|also)\W+)?not [^,;.!?]{1,40}(?:,|;|, or| or| nor)\s*not\b",
     ),
 )
 # a sentence that opens with a flag: "important: ...", "heads up: ...", "rule: ..."
@@ -450,7 +499,8 @@ REPLACE = re.compile(
 QUESTION = re.compile(
     r"\?\s*(?:\W\s*)?$|^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
     r"(?:can|could|would|will|should|shall|do(?! not\b)|does|did|is|are|was|were|have|has|what|why|"
-    r"how|which|who|where|when|any idea|i wonder)\b"
+    r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|which|who|"
+    r"where|when|any idea|i wonder)\b"
 )
 HEDGE = re.compile(
     r"\b(?:maybe|perhaps|probably|possibly|i think|i guess|i bet|pretty sure|i suppose|"
@@ -595,7 +645,8 @@ _RULES_HEADING = re.compile(
     r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules)\b|"
     # how a person says what the list under it is: the way things are done there
     r"\bhow (?:things|we|it) (?:work|works|do things|run)\b|\bbefore you (?:start|touch|"
-    r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b)"
+    r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b|"
+    r"\b(?:a )?(?:couple|few) (?:of )?things before you (?:start|begin|dive in)\b)"
     r"[^:\n]{0,40}:\s*$"
 )
 _CODE_LINE = re.compile(
@@ -615,9 +666,23 @@ _PASTED = re.compile(
 )
 
 
+def _unquoted(line: str) -> str:
+    """A line without the mark that quotes it ("> Word limit: ..."), a command aside."""
+    stripped = line.lstrip()
+    if stripped.startswith("> ") and not stripped.startswith("> $"):
+        return stripped[2:].strip()
+    return line
+
+
+def quoted(text: str) -> str:
+    """What `text` quotes ("> " lines, without the marks), its whitespace made single."""
+    lines = [_unquoted(line) for line in text.split("\n") if line.lstrip().startswith("> ")]
+    return " ".join(" ".join(lines).split())
+
+
 def _is_prose(line: str) -> bool:
-    """A line a person wrote, not pasted code, a log or command output."""
-    stripped = line.strip()
+    """A line a person wrote (or quoted), not pasted code, a log or command output."""
+    stripped = _unquoted(line).strip()
     if not stripped or _CODE_LINE.match(stripped):
         return False
     if not _SYMBOLS.search(stripped):
@@ -645,7 +710,7 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
             elif pasted:
                 continue  # a message someone else wrote, pasted: not the user's rules
             elif not fenced and not output and _is_prose(line):
-                lines.append(line)
+                lines.append(_unquoted(line))
         if not lines:
             continue
         current: list[str] = []

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 8
+STATE_VERSION = 9
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -835,7 +835,10 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         if addressed and not (role == "system" and injected)
         else []
     )
-    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(rules))
+    # a rule someone else wrote, quoted ("pasting: > ..."), may bring a topic of its own
+    quotes = critical.quoted(text) if "> " in text else ""
+    own = [rule for rule in rules if not (quotes and rule[1][:40] in quotes)]
+    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(own))
     if cue is not None:
         _close(state, params)
         state["current"] = _new_segment(state, cue, resume)
