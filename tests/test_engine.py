@@ -387,6 +387,8 @@ WEDDING = [
         [("user", "Right, the speech I've been putting off: who thanks the parents, me or Sam?")],
         [("user", "Good evening! Flowers first: the florist wants a deposit of 200 by Monday.")],
         [("user", "Before you dive in: the venue moved our slot to 3pm, does the bus still work?")],
+        [("user", "ok, the cake. two tiers or three, and does the barn have a fridge for it?")],
+        [("user", "Right, Sam's list: the photographer, the shuttle times and the rings.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -414,6 +416,13 @@ def test_a_rule_quoted_from_someone_else_does_not_hold_its_turn_in_the_topic_at_
     segments = _segments_of(lines)
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
     assert segments[1]["cue"] != "cohesion"  # opened by the turn, not split at its answer
+
+
+def test_a_report_that_opens_with_a_name_stays_in_its_topic() -> None:
+    """Written for this test: "ok, the caterer is booked." names a thing and reports on it,
+    in the topic at hand; only a name said alone ("ok, the cake.") takes a topic up."""
+    lines = [*WEDDING, ("user", "ok, the caterer is booked. anything else for Green Table?")]
+    assert [s["raw_lines"] for s in _segments_of([*lines, ("assistant", "All set.")])] == [[1, 8]]
 
 
 def test_a_topic_opened_in_answer_to_the_assistants_question_weighs_as_one_opened_unasked() -> None:

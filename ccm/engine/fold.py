@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 9
+STATE_VERSION = 10
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -103,6 +103,8 @@ OPENER = re.compile(
     r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
     r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b|while i think of it\b|"
     r"speak of the devil\b|"
+    # a topic taken up by its name alone: "ok, the race.", "Right, the split.", "ok, Lena's list."
+    r"(?<=[,.] )(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$)|"
     # a topic named, then the words that open one: "Money, while we're on it."
     r"[a-z][\w'-]*(?: [a-z][\w'-]*)?,? (?:while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|"
     r"that))|while i think of it|before i forget)\b|"
