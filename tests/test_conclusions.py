@@ -11,6 +11,7 @@ FIX = (
     "The duplicates came from the missing unique index. I added a UNIQUE constraint on (date, amount, memo).",
 )
 PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them with Decimal.")
+RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running again.")
 
 
 @pytest.mark.parametrize(
@@ -71,6 +72,13 @@ PLAN = ("assistant", "I suggest we store amounts as integer cents and parse them
         ("user", "ordered the replacement valve, it arrives Friday", PLAN, "task"),
         ("user", "12 of 12 checks green now, that's fixed.", FIX, "resolution"),
         ("user", "Fixed the 1/3 rounding bug, tests pass.", FIX, "resolution"),
+        ("user", "good, invoices sorted. the accountant owes me a coffee", FIX, "resolution"),
+        (
+            "user",
+            "20 runs, no timeouts. that's the importer fixed, for real this time.",
+            FIX,
+            "resolution",
+        ),
     ],
 )
 def test_conclusions_are_found(
@@ -129,6 +137,10 @@ def test_conclusions_are_found(
         ("Deployed and merged, all green /s", FIX),  # what "/s" alone takes back
         ("11 of 12 checks green, that one's fixed", FIX),
         ("Status: 7/9 tests pass now, the rest is done tomorrow.", FIX),
+        # a fix called while its check is still running; a wish to have something sorted
+        ("Nice. It's fixed then.", RUNNING),
+        ("we need to get the visa sorted before March.", PLAN),
+        ("can you get the invoices sorted by date?", PLAN),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:

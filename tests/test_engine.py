@@ -425,6 +425,20 @@ def test_a_report_that_opens_with_a_name_stays_in_its_topic() -> None:
     assert [s["raw_lines"] for s in _segments_of([*lines, ("assistant", "All set.")])] == [[1, 8]]
 
 
+def test_a_fix_the_other_side_doubts_leaves_its_segment_open() -> None:
+    """Written for this test: "the timeout's gone then" answered with "I wouldn't call it
+    gone on one run" is no settled fix; answered with thanks, it is."""
+    lines = [
+        ("user", "the nightly import keeps timing out on the big tenant, can you look?"),
+        ("assistant", "The batch size was 50k rows; I lowered it to 5k and the run passed."),
+        ("user", "the timeout is gone then \U0001f389"),
+    ]
+    doubted = [*lines, ("assistant", "I wouldn't call it gone on one run: it failed 1 in 5.")]
+    taken = [*lines, ("assistant", "Good. I'll keep an eye on tomorrow's run.")]
+    assert [s["status"] for s in _segments_of(doubted)] == ["open"]
+    assert [s["status"] for s in _segments_of(taken)] == ["concluded"]
+
+
 def test_a_topic_opened_in_answer_to_the_assistants_question_weighs_as_one_opened_unasked() -> None:
     """Written for this test: "Anything else, or shall we go on?" answered with "The
     seating plan first." opens the seating plan as surely as it would unasked; an answer

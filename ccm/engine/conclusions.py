@@ -106,6 +106,16 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bproblem solved\b",
         ),
     ),
+    (  # "that's the flake fixed, for real this time", "preview sorted.", "all sorted"
+        "resolution",
+        ("fixed", "sorted", "solved"),
+        _rx(
+            r"\bthat'?s (?:the |our |my )?[\w-]+(?: [\w-]+)? (?:fixed|sorted|solved)\b",
+            r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
+            r"(?:[a-z][\w-]*|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|"
+            r"\w*\s*[\U0001f389\u2705\u2714]))",
+        ),
+    ),
     (
         "resolution",
         ("did it", "did the trick", "was it"),
@@ -379,6 +389,11 @@ PAUSE = _rx(
     r"[^.?!]{0,25}\b(?:for )?(?:today|tonight|now|the day|the week|this week)\b",
     r"\b(?:call it a day|stop here|let'?s stop|calling it)\b",
 )
+# a check still under way: "CI is running again", "the run has started", "checks pending"
+RUNNING = re.compile(
+    r"\b(?:is|are) (?:still )?(?:running|in progress|queued|pending)\b|\brunning again\b|"
+    r"\b(?:run|build|job|check|checks|pipeline|ci) (?:has |have )?(?:just )?started\b"
+)
 NOT_DONE = _rx(
     r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if|until|till)\s+(?:[\w']+\s+)?"
     r"(?:done|finished|fixed|merged)\b",
@@ -441,6 +456,12 @@ _FILLER_START = re.compile(
     r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes|yep|"
     r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
+
+
+def _still_running(said: str) -> bool:
+    """Whether the end of `said` (the assistant's turn before) says a check is still
+    under way: a fix called then is called before its evidence is in."""
+    return bool(RUNNING.search(said[-200:].lower()))
 
 
 def _partial(text: str) -> bool:
@@ -612,6 +633,8 @@ def detect(
                 continue
             if kind != "answer" and _has_failure(sentence):
                 continue  # "great, NaN again, love it", "that fixed it, but now it crashes"
+            if kind == "resolution" and confirming and _still_running(before[-1][1]):
+                continue  # "CI is running again." / "Nice. That's CI fixed then."
             if kind in ("resolution", "task") and _has_failure(following):
                 continue  # "the run finished. still red, different error"
             if kind in ("resolution", "task") and _partial(sentence):

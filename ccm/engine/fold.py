@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 10
+STATE_VERSION = 11
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -142,7 +142,10 @@ NOT_LABEL = frozenset(
 )
 PENDING = re.compile(
     r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
-    r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet)"
+    r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet|"
+    # the other side doubting that it is over: "I wouldn't call it dead on one run"
+    r"i wouldn'?t (?:call it|say it'?s|say that'?s)|too (?:early|soon) to (?:call|say|tell)|"
+    r"not so fast)"
 )
 BLOCKER = re.compile(
     r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*|dies|crash\w*)|"
