@@ -389,6 +389,8 @@ WEDDING = [
         [("user", "Before you dive in: the venue moved our slot to 3pm, does the bus still work?")],
         [("user", "ok, the cake. two tiers or three, and does the barn have a fridge for it?")],
         [("user", "Right, Sam's list: the photographer, the shuttle times and the rings.")],
+        [("user", "Table 4 next. Sam's aunt can't sit near the bar, doctor's orders.")],
+        [("user", "Florist update: she can do peonies after all, 40 more for the lot.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -437,6 +439,20 @@ def test_a_fix_the_other_side_doubts_leaves_its_segment_open() -> None:
     taken = [*lines, ("assistant", "Good. I'll keep an eye on tomorrow's run.")]
     assert [s["status"] for s in _segments_of(doubted)] == ["open"]
     assert [s["status"] for s in _segments_of(taken)] == ["concluded"]
+
+
+def test_oh_no_after_a_fix_reopens_it() -> None:
+    """Written for this test: "seating plan sorted ✅", then "oh no, the seating plan
+    forgot the kids' table" is a premature fix found out: its segment is open again."""
+    lines = [
+        ("user", "can you check the seating plan has all 60 guests on it?"),
+        ("assistant", "All 60 guests are seated across eight tables of 7 or 8."),
+        ("user", "seating plan sorted \u2705"),
+        ("assistant", "Good. Next is the menu cards."),
+        ("user", "oh no, the seating plan forgot the kids' table, 6 more chairs"),
+        ("assistant", "Then tables 7 and 8 go to six each and the kids get table 9."),
+    ]
+    assert _segments_of(lines)[0]["status"] == "open"
 
 
 def test_a_topic_opened_in_answer_to_the_assistants_question_weighs_as_one_opened_unasked() -> None:

@@ -100,6 +100,11 @@ def test_slugs_come_from_the_conclusions_words(text: str, expected: str) -> None
         ),
         # nothing says enough alone: the first sentences together
         ("Zero timeouts. 48 runs. All green.", "Zero timeouts. 48 runs"),
+        # a statement that opens on the dash before the evidence: not the title's first mark
+        (
+            "\u2014 **The release notes**: go out with the tag, never before it.",
+            "The release notes: go out with the tag",
+        ),
     ],
 )
 def test_a_title_names_what_was_concluded(statement: str, expected: str) -> None:

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 11
+STATE_VERSION = 12
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -110,7 +110,9 @@ OPENER = re.compile(
     r"that))|while i think of it|before i forget)\b|"
     # a topic named, then put next: "Kyoto hotels next.", "the budget explanation next:"
     r"(?:the |our |my )?(?!(?:it|this|that|them|those|these|you|we|i|do|done)\b)"
-    r"[a-z][\w'-]*(?:(?: [a-z][\w'-]*){0,3} next| [a-z][\w'-]* first|\w* first)\s*[.!:])"
+    r"[a-z][\w'-]*(?:(?: [a-z0-9][\w'-]*){0,3} next| [a-z][\w'-]* first|\w* first)\s*[.!:]|"
+    # news on a topic, named: "Letter news.", "Word count update: ..."
+    r"[a-z][\w'-]*(?: [a-z][\w'-]*)? (?:news|update)\s*[.!:])"
 )
 # a user turn that ends by announcing another topic: "...meanwhile something else came
 # up", "one more thing:"; the next user turn raises it
@@ -152,7 +154,7 @@ BLOCKER = re.compile(
     r"didn'?t (?:fix|work|help)|doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|"
     r"can'?t (?:get|make|find)|error:|traceback|exception|stuck|hangs|hung|froze|"
     r"(?:nan|fail\w*|crash\w*|restart\w*|dies|died|dying|broke|broken|errors?|timeouts?|"
-    r"timing out|panic\w*|leak\w*) again|(?:came|is|it'?s) back again)\b"
+    r"timing out|panic\w*|leak\w*) again|(?:came|is|it'?s) back again|oh no)\b"
 )
 
 

@@ -225,7 +225,7 @@ def title(text: str) -> str:
     (the words that only say that something concluded, "ok, that answers it", "go
     with the 45 then", do not count), cut at a clause boundary where one is near."""
     flat = plain(" ".join(text.split()))
-    pieces = [_LEAD_FILLER.sub("", p.strip()).split() for p in _CLAUSES.split(flat)]
+    pieces = [_LEAD_FILLER.sub("", p.strip(" \u2014\u2013-")).split() for p in _CLAUSES.split(flat)]
     pieces = [words for words in pieces if words]
     chosen = next((w for w in pieces if _substance(w) >= TITLE_SUBSTANCE), None)
     if chosen is None:  # no sentence says enough alone: the first ones together
