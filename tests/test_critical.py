@@ -284,16 +284,31 @@ def test_the_sentence_after_a_rule_joins_it_only_when_it_goes_with_it(text: str,
     assert [found for _, found in detect("user", text)] == [item]
 
 
-def test_the_items_under_how_things_work_here_are_rules_as_written() -> None:
-    text = (
-        "quick context, how things work here before you touch anything:\n"
-        "- the billing service is owned by the payments team, changes go through their review\n"
-        "- staging gets reset every night at 2am"
-    )
-    assert [item for _, item in detect("user", text)] == [
-        "the billing service is owned by the payments team, changes go through their review",
-        "staging gets reset every night at 2am",
-    ]
+@pytest.mark.parametrize(
+    ("heading", "items"),
+    [
+        (
+            "quick context, how things work here before you touch anything:",
+            [
+                "the billing service is owned by the payments team, changes go through their "
+                "review",
+                "staging gets reset every night at 2am",
+            ],
+        ),
+        (  # written for this test: however plainly each item is put
+            "a few things before you start:",
+            [
+                "branches are named after the ticket, like ABC-123-short-title",
+                "we squash on merge, the PR title becomes the commit",
+            ],
+        ),
+    ],
+)
+def test_the_items_under_a_heading_of_how_things_are_done_are_rules_as_written(
+    heading: str, items: list[str]
+) -> None:
+    text = "\n".join([heading, *(f"- {item}" for item in items)])
+    assert [item for _, item in detect("user", text)] == items
 
 
 def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users() -> None:
@@ -350,20 +365,6 @@ def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users()
 )
 def test_an_items_core_is_its_rule_without_its_reasons(item: str, rule: str) -> None:
     assert core(item) == rule
-
-
-def test_a_list_after_a_few_things_before_you_start_is_rules_as_written() -> None:
-    """Written for this test: the items under "a few things before you start:" bind the
-    work, however plainly each is put."""
-    text = (
-        "a few things before you start:\n"
-        "- branches are named after the ticket, like ABC-123-short-title\n"
-        "- we squash on merge, the PR title becomes the commit"
-    )
-    assert [item for _, item in detect("user", text)] == [
-        "branches are named after the ticket, like ABC-123-short-title",
-        "we squash on merge, the PR title becomes the commit",
-    ]
 
 
 def test_a_rule_quoted_from_someone_else_binds_the_work_without_its_quote_marks() -> None:
