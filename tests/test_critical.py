@@ -83,6 +83,7 @@ RULES = [
     "how reviews work here: two approvals, one of them from the module owner.",
     "the release freeze starts on the 14th and runs through the launch",
     "Charts only at district level, and no district with fewer than 5 households shown.",
+    "gluten-free only, please",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -91,6 +92,7 @@ NOT_RULES = [
     "we peaked at 900 requests a second, max.",
     "how does the cache work here?",
     "Nobody else has seen the draft yet.",
+    "Someone at the gym said vegan athletes should all take B12.",
     "so Redis it is?",
     "Maybe we should cap it at 3?",
     "what if we skip the layover?",

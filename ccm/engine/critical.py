@@ -453,7 +453,12 @@ PREFER = re.compile(
     r"(?:prefer|rather|hate|loathe|can'?t stand|don'?t (?:like|do|eat|drink|fly)|"
     r"do not like|never (?:fly|eat|drink|use|take))|"
     r"\bmy preference\b|\bnot a fan of\b|\ballergic\b|\b(?:motion|sea|car|travel)[- ]?sick\b|"
-    r"\b(?:vegetarian|vegan|gluten|lactose|halal|kosher|pescatarian|teetotal)\b|"
+    # a diet, said of a person or of what they eat: "I'm vegetarian", "gluten-free only"
+    r"\b(?:i'?m|i am|we'?re|we are|he'?s|she'?s|they'?re|is|are|\w+'s|"
+    r"both|all|strictly|fully) (?:\w+ )?(?:vegetarian|vegan|pescatarian|teetotal|coeliac|"
+    r"halal|kosher)\b|\b(?:vegetarian|vegan|gluten|lactose|halal|kosher|pescatarian)"
+    r"(?:[- ]free)?(?: food| meals?| options?| menus?)? only\b|"
+    r"\b(?:no|without|free of) (?:\w+ )?(?:gluten|lactose|meat|pork|fish|dairy|alcohol)\b|"
     r"\bi(?:'m| am) (?:afraid of|scared of|terrified of|diabetic|pregnant|"
     r"on (?:a |my )?(?:wheelchair|crutches|diet))\b|\bi get (?:\w+ )?sick\b|"
     r"\bi (?:can'?t|cannot) (?:eat|drink|stand|do stairs|walk|climb|swim|fly)\b|"
@@ -528,7 +533,8 @@ CUES = (
         "prefer",
         "prefer rather hate loathe stand like eat drink fly preference fan allergic sick "
         "motion-sick seasick carsick travel-sick vegetarian vegan gluten lactose halal "
-        "kosher pescatarian teetotal afraid scared terrified diabetic pregnant wheelchair "
+        "kosher pescatarian gluten-free lactose-free dairy-free meat pork fish dairy alcohol "
+        "teetotal afraid scared terrified diabetic pregnant wheelchair "
         "crutches diet stairs walk climb swim dyslexic colour-blind color-blind colourblind "
         "colorblind deaf hearing epileptic asthmatic coeliac celiac user sighted walker "
         "rollator cane walking",
