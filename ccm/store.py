@@ -624,7 +624,7 @@ class SessionStats:
 
 
 TAIL_KEPT = 256  # turns kept of each raw log read from its end (`Store.tail_turns`)
-TAIL_CHECK = 256  # bytes of the last line read compared before a log is read on from it
+TAIL_CHECK = 4096  # bytes before the end read, compared before a log is read on from it
 
 
 @dataclass(frozen=True)
