@@ -869,11 +869,7 @@ def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
             after = parts[index + 1] if index + 1 < len(parts) else None
             if after and not QUESTION.search(after.lower()) and _goes_with(parts[index], after):
                 chosen.add(index + 1)
-            if (
-                index
-                and not QUESTION.search(parts[index - 1].lower())
-                and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower()))
-            ):
+            if _led_into(parts, index):
                 chosen.add(index - 1)
         windows: list[list[int]] = []
         for index in sorted(chosen):
@@ -911,35 +907,37 @@ def _brief_score(sentence: str) -> tuple[float, str | None]:
     return score, cue
 
 
-def core(text: str) -> str:
-    """What of an item states its rule: its rule sentences, each with the sentence before
-    it when that leads into it ("...:") or the rule points back at it ("it must never
-    show up..."), and after the words that lead the item in when it points back further
-    ("Heads up on the old bucket: it stays. ... Don't delete it"); the whole item when no sentence of it is a
-    rule on its own (a list's item under "ground rules:", a short paragraph taken whole). A context short of room
-    shows items so (see `ccm.context`): a rule's reason and its scope are its first
-    words to go."""
-    return _core(text)
-
-
 @lru_cache(maxsize=4096)
-def _core(text: str) -> str:
+def core(text: str) -> str:
+    """What of an item states its rule: its rule sentences, each with the sentence that
+    leads into it (`_led_into`), and after the words that lead the item in when a rule
+    points back further ("Heads up on the old bucket: it stays. ... Don't delete it");
+    the whole item when no sentence of it is a rule on its own (a list's item under
+    "ground rules:", a short paragraph taken whole). A context short of room shows items
+    so (see `ccm.context`): a rule's reason and its scope are its first words to go."""
     parts = sentences(text)
     if len(parts) < 2:
         return text
     rules = [i for i, part in enumerate(parts) if rule_score(part)[0] >= THRESHOLD]
     if not rules:
         return text
-    chosen = set(rules)
-    for index in rules:
-        if index and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower())):
-            chosen.add(index - 1)
+    chosen = set(rules) | {i - 1 for i in rules if _led_into(parts, i)}
     said = [parts[i] for i in sorted(chosen)]
     lead = LEADS_WITH.match(parts[0])
     if lead and 0 not in chosen and any(POINTS_BACK.search(parts[i].lower()) for i in rules):
-        # "Heads up on the old bucket: it stays. ... Don't delete it": what "it" is
-        said.insert(0, lead.group())
+        said.insert(0, lead.group())  # "Heads up on the old bucket:" says what "it" is
     return " ".join(said)
+
+
+def _led_into(parts: list[str], index: int) -> bool:
+    """Whether the sentence before `parts[index]` (a rule) goes with it: it leads into
+    it ("...:"), or the rule points back at it ("it must never show up..."); a question
+    never does."""
+    return bool(
+        index
+        and not QUESTION.search(parts[index - 1].lower())
+        and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower()))
+    )
 
 
 def _clip(text: str) -> str:
