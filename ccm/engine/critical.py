@@ -680,12 +680,6 @@ def _unquoted(line: str) -> str:
     return line
 
 
-def quoted(text: str) -> str:
-    """What `text` quotes ("> " lines, without the marks), its whitespace made single."""
-    lines = [_unquoted(line) for line in text.split("\n") if line.lstrip().startswith("> ")]
-    return " ".join(" ".join(lines).split())
-
-
 def _is_prose(line: str) -> bool:
     """A line a person wrote (or quoted), not pasted code, a log or command output."""
     stripped = _unquoted(line).strip()
@@ -697,11 +691,12 @@ def _is_prose(line: str) -> bool:
     return letters >= 0.5 * len(stripped)
 
 
-def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
+def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str, bool]]:
     """The statements of a turn: each paragraph, or each item of a list, as one text;
-    fenced code and pasted output left out. ``(text, under_rules_heading)``: the items
-    of a list introduced by "ground rules:" or "constraints:" (in a task brief, by any
-    line ending in a colon) are rules as written."""
+    fenced code and pasted output left out (and, without `quotes`, what it quotes with
+    "> "). ``(text, under_rules_heading)``: the items of a list introduced by "ground
+    rules:" or "constraints:" (in a task brief, by any line ending in a colon) are rules
+    as written."""
     found: list[tuple[str, bool]] = []
     fenced = heading = False
     for block in re.split(r"\n\s*\n", text):
@@ -716,7 +711,9 @@ def units(text: str, spec: bool = False) -> list[tuple[str, bool]]:
             elif pasted:
                 continue  # a message someone else wrote, pasted: not the user's rules
             elif not fenced and not output and _is_prose(line):
-                lines.append(_unquoted(line))
+                unquoted = _unquoted(line)
+                if quotes or unquoted is line:
+                    lines.append(unquoted)
         if not lines:
             continue
         current: list[str] = []
@@ -837,14 +834,15 @@ def _ordered(lower: str, held: set[str]) -> bool:
     return any(cue.name == "order" and cue.found(lower, held) for cue in CUES)
 
 
-def detect(role: str, text: str, spec: bool = False) -> list[tuple[str, str]]:
+def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str, str]]:
     """``(kind, statement)`` for each rule a user or system turn lays down. `spec`: the
     turn is a task brief (a subagent's prompt), whose instructions ("Use TypeScript",
-    "Return a summary of 100-150 words") all bind the work."""
+    "Return a summary of 100-150 words") all bind the work. Without `quotes`, only the
+    turn's own words: not what it quotes with "> " (a policy, a colleague's message)."""
     if role not in ("user", "system"):
         return []
     found: list[tuple[str, str]] = []
-    for unit, under_heading in units(text, spec):
+    for unit, under_heading in units(text, spec, quotes):
         parts = sentences(unit)
         scored = [_brief_score(s) if spec else rule_score(s) for s in parts]
         rules = [i for i, (score, _) in enumerate(scored) if score >= THRESHOLD]

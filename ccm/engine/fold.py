@@ -843,8 +843,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         else []
     )
     # a rule someone else wrote, quoted ("pasting: > ..."), may bring a topic of its own
-    quotes = critical.quoted(text) if "> " in text else ""
-    own = [rule for rule in rules if not (quotes and rule[1][:40] in quotes)]
+    own = critical.detect(role, text, brief, quotes=False) if rules and "> " in text else rules
     cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(own))
     if cue is not None:
         _close(state, params)
