@@ -141,6 +141,8 @@ def test_conclusions_are_found(
         ("Nice. It's fixed then.", RUNNING),
         ("we need to get the visa sorted before March.", PLAN),
         ("can you get the invoices sorted by date?", PLAN),
+        # what was done named, not declared
+        ("A cover sheet: the totals and what was done, then the detail.", PLAN),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:

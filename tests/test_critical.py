@@ -129,6 +129,8 @@ NOT_RULES = [
     "the build stopped failing after the cache was cleared",
     "that's all there is to it, really",
     "the price went up by at most 5 percent last year, I think?",
+    "Oh great. I'll just rewrite the whole parser tonight, shall I, it only took a year.",
+    "Shall we keep the old endpoint for now?",
 ]
 
 

@@ -91,3 +91,16 @@ def test_critical_screen_keeps_every_kind() -> None:
     }
     for sentence, kind in cases.items():
         assert critical_detect("user", sentence) == [(kind, sentence)], sentence
+
+
+def test_a_full_stop_after_an_abbreviation_does_not_end_the_sentence() -> None:
+    said = (
+        "Compare the old index vs. the new one, e.g. on the big repo. "
+        "Dr. Osei signed it off. I said no. Then we stopped!"
+    )
+    assert text.sentences(said) == [
+        "Compare the old index vs. the new one, e.g. on the big repo.",
+        "Dr. Osei signed it off.",
+        "I said no.",
+        "Then we stopped!",
+    ]

@@ -400,6 +400,9 @@ NOT_DONE = _rx(
     r"\b(?:done|fixed)\s+(?:except|apart from|but|save for)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
     r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
+    # what was done, named rather than declared: "the figures and what was done"
+    r"\b(?:what|whatever|which|how much)\s+(?:was|were|is|are|has been|have been|had been|got)\s+"
+    r"(?:done|finished|fixed|merged|deployed|shipped)\b",
 )
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")

@@ -185,7 +185,8 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:has|have|had|needs?) to\b",
         requires=(" to ",),
     ),
-    _cue("deontic", "shall", r"\bshall\b"),
+    # not an offer or a question: "shall I", "shall we", "I'll just rebuild it, shall I"
+    _cue("deontic", "shall", r"\bshall\b(?! (?:i|we)\b)"),
     _cue(
         "deontic",
         "allowed permitted required",

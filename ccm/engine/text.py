@@ -42,7 +42,26 @@ _SEPARATORS = {
     ord("\u2018"): "'",
 }
 _TERM_CACHE: dict[str, str] = {}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# a full stop ends a sentence except after an abbreviation that a word follows ("sensors
+# vs. the CV blocks", "e.g. a retry", "Dr. Halvorsen")
+_ABBREVIATIONS = (
+    "vs",
+    "e.g",
+    "i.e",
+    "E.g",
+    "I.e",
+    "cf",
+    "Dr",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "St",
+    "approx",
+    "incl",
+)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])" + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS) + r"\s+|\n+"
+)
 _EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock|db"
 )
