@@ -272,12 +272,15 @@ def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
     return always, rest
 
 
+# a unit after a figure, which a figure is remembered with ("2 km", "45 cm", "430-490 g")
+_UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|h|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh)(?=[\s.,;:)]|$)"
 _SPECIFIC = re.compile(
     r"(?<![\w/.-])(?:"
     r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December)\b|"  # a date
-    r"/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?|"  # an identifier, a path, a figure
-    r"[^\W\d_]*\d[^\W_]*%?|"  # a word with a digit
+    r"/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:" + _UNIT + r")?|"  # an identifier,
+    # a path, a figure (with its unit: "430-490 g")
+    r"[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit
     r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
     r")(?![\w/-])"
 )

@@ -936,6 +936,18 @@ def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
     assert "671.2" in line and "feat/cli-args" in line and "config-" not in line
 
 
+def test_a_figure_is_named_with_its_unit() -> None:
+    from ccm.context import _specific_terms
+
+    said = (
+        "Blocks of 2 km, 45 cm of clearance, 430-490 g a day, 12 ms at p50, 15% off, at 3 is fine."
+    )
+    found = _specific_terms(said)
+    assert {"2 km", "45 cm", "430-490 g", "12 ms", "15%"} <= found
+    assert not {"2", "45", "430-490", "12"} & found
+    assert not any(term.endswith(" is") for term in found)  # "is" is no unit
+
+
 # -- recall in an agent's session ------------------------------------------------------
 
 
