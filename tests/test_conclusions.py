@@ -79,6 +79,15 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             FIX,
             "resolution",
         ),
+        # the failure named as the thing fixed; a ticket closed; "done ... now"
+        ("user", "ok NOW I'm convinced. that's the crash sorted. open the PR", FIX, "resolution"),
+        ("user", "the panic is fixed, 50 runs clean", FIX, "resolution"),
+        ("user", "merged, SHOP-204 closed", PLAN, "task"),
+        ("user", "good, the import's done from my side now. PR please", PLAN, "task"),
+        # a rejection said as people say it; a mind changed, said so
+        ("user", "Yeah. Moving is off the table, full stop.", PLAN, "rejection"),
+        ("user", "No, I'm staying put. Their offer declined.", PLAN, "rejection"),
+        ("user", "I've changed my mind. Not the oak. The walnut, oiled.", PLAN, "decision"),
     ],
 )
 def test_conclusions_are_found(
@@ -143,6 +152,15 @@ def test_conclusions_are_found(
         ("can you get the invoices sorted by date?", PLAN),
         # what was done named, not declared
         ("A cover sheet: the totals and what was done, then the detail.", PLAN),
+        # a request for the next step, or a version, before "then"; a merge gone red
+        ("oh great. show me the config loader then", FIX),
+        ("something for 4.2 then, so main is fine here.", PLAN),
+        ("merged, but CI went red on main", PLAN),
+        ("the crash is fixed, but now the login fails", FIX),
+        ("I'm stopping now, the import still fails", None),
+        ("is the move off the table now?", PLAN),
+        ("card declined again, third time today", None),
+        ("I might be changing my mind about the walnut", PLAN),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:

@@ -391,6 +391,10 @@ WEDDING = [
         [("user", "Right, Sam's list: the photographer, the shuttle times and the rings.")],
         [("user", "Table 4 next. Sam's aunt can't sit near the bar, doctor's orders.")],
         [("user", "Florist update: she can do peonies after all, 40 more for the lot.")],
+        [("user", "The thing that bugs me about the barn. It has one loo for sixty people.")],
+        [("user", "Emailed the vicar. Anyway, back to the music. Is a DJ louder than a band?")],
+        [("user", "Quick update. The florist can do peonies after all, 40 more.")],
+        [("user", "And then the invitations. Sam wants them posted by the 1st, is that late?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(

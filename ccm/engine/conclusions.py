@@ -199,6 +199,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b"),
     ),
     ("rejection", (" is out",), _rx(r"\b(?:hack|idea|approach|option|plan) is out\b")),
+    # "relocation is off the table", "counter-offer declined"
+    (
+        "rejection",
+        ("off the table", "declined"),
+        _rx(
+            r"\b(?:is|are|'s|'re|that'?s|it'?s|now|then) (?:\w+ )?off the table\b",
+            r"\b(?!(?:card|payment|transaction|charge|call|invite)s?\b)[\w-]+ declined\s*(?:[.!]|$)",
+        ),
+    ),
     # an option dropped for now: "no carbon shoe this time", "no new laptop this year"
     (
         "rejection",
@@ -218,6 +227,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
+        ),
+    ),
+    # a ticket closed: "merged, PLOT-511 closed", "closed the ticket"
+    (
+        "task",
+        ("closed",),
+        _rx(
+            r"\b[a-z][a-z0-9]*-\d+ (?:is |now |all )?closed\b(?! (?:as|because|without)\b)",
+            r"\bclosed (?:the |that |this )?(?:ticket|issue)\b",
         ),
     ),
     (
@@ -300,14 +318,23 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
     ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
+    # a mind changed, said so: "I'm changing my mind. Not Tessel. Brightwater: ..."
+    (
+        "decision",
+        ("my mind",),
+        _rx(r"\b(?:i'?m|i'?ve|i have|i am|i) (?:just )?chang(?:ed|ing) my mind\b(?! about\b)"),
+    ),
     # a short clause ending on "then": "libdeflater then", "ordering the Orla ones then"
     (
         "decision",
         ("then",),
         _rx(
-            rf"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|great|right|alright|so|good)?[, ]*"
+            rf"(?:^|[,.;:!](?!\d)\s*)(?:(?:ok(?:ay)?|fine|great|right|alright|so|good)\b)?[, ]*"
             rf"(?!(?:and|since|until|till|by|back|what|if|even|but|just|only|ok|okay|i|we|you|"
-            rf"it|he|she|they|that|this|there|was|is|not|no)\b)"
+            rf"it|he|she|they|that|this|there|was|is|not|no|"
+            # a request for the next step ("show me the cache code then") decides nothing
+            rf"show|tell|give|send|check|look|explain|walk|read|open|find|grep|something|"
+            rf"anything|nothing)\b)"
             rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))"
         ),
     ),
@@ -372,12 +399,18 @@ NEGATED_AFTER = re.compile(
 )
 FAILURE = re.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
-    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|still\s+(?:fail\w*|broken|red|there|"
+    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
+    r"still\s+(?:fail\w*|broken|red|there|"
     r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
 NO_FAILURE = re.compile(
     r"\b(?:no|zero|without|any|never)\s+(?:more\s+)?$|"
     r"\b(?:works?|working|green|passing|passes|running|up|back|fine)\s+$"  # "works again"
+)
+# what follows a failure word that names it as the thing fixed: "crash (loop) is fixed"
+FIXED_AFTER = re.compile(
+    r"(?: loops?)?(?: (?:is|are|was|were|has been|have been|'s))?(?: now| finally| all)?"
+    r" (?:fixed|sorted|solved|resolved|gone)\b"
 )
 HEDGE = _rx(
     r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
@@ -386,7 +419,9 @@ HEDGE = _rx(
 )
 PAUSE = _rx(
     r"\b(?:done|that'?s it|(?<!good )enough|finished|stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b"
-    r"[^.?!]{0,25}\b(?:for )?(?:today|tonight|now|the day|the week|this week)\b",
+    r"[^.?!]{0,25}\b(?:(?:for )?(?:today|tonight|the day|the week|this week)|for now)\b",
+    # "now" alone pauses only a stop ("stopping now"): "the migration's done now" is done
+    r"\b(?:stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b[^.?!]{0,25}\bnow\b",
     r"\b(?:call it a day|stop here|let'?s stop|calling it)\b",
 )
 # a check still under way: "CI is running again", "the run has started", "checks pending"
@@ -397,7 +432,7 @@ RUNNING = re.compile(
 NOT_DONE = _rx(
     r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if|until|till)\s+(?:[\w']+\s+)?"
     r"(?:done|finished|fixed|merged)\b",
-    r"\b(?:done|fixed)\s+(?:except|apart from|but|save for)\b",
+    r"\b(?:done|fixed|merged)\s*,?\s+(?:except|apart from|but|save for)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
     r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
     # what was done, named rather than declared: "the figures and what was done"
@@ -473,8 +508,12 @@ def _partial(text: str) -> bool:
 
 
 def _has_failure(text: str) -> bool:
-    """A failure word in `text` that is not negated ("no more errors" is not a failure)."""
-    return any(not NO_FAILURE.search(text[: match.start()]) for match in FAILURE.finditer(text))
+    """A failure word in `text` that is not negated ("no more errors" is not a failure)
+    nor the thing said to be fixed ("that's the crash sorted", "the panic is fixed")."""
+    return any(
+        not NO_FAILURE.search(text[: match.start()]) and not FIXED_AFTER.match(text, match.end())
+        for match in FAILURE.finditer(text)
+    )
 
 
 def _is_question(sentence: str, cue_end: int) -> bool:

@@ -77,6 +77,10 @@ SHIFT = re.compile(
 # how people open a new topic in a chat with an assistant: "ok now X", "next on my
 # list:", "one more thing:", "q: ...", "other q while I have you", "after lunch: X",
 # "the scary part.", "meanwhile, ..."
+ASIDE_WORDS = 5  # a short sentence before the words that take a topic up again
+_NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
+# a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
+RESUMED = re.compile(r"(?:(?:ok(?:ay)?|so|right|anyway|now)\b[\s,.!]*){0,2}back to " + _NAMED)
 OPENER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
     r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx)\b[\s,.!:;-]*){0,3}"
@@ -87,6 +91,13 @@ OPENER = re.compile(
     r"problem|task|part|bit|"
     r"big one|request|worry|thought)\b|"
     r"(?:q|question|topic|re|update|plan|todo|idea|fyi|agenda)\b(?: from [\w ]{1,20}| for [\w ]{1,20})?\s*:|"
+    r"(?:an? |quick |small |big |another )?update\s*[.!](?:\s|$)|"
+    # what is on the user's mind, named: "The thing that worries me with Brightwater."
+    r"(?:the )?(?:one |other |main |big |only )?thing (?:that )?(?:worries|bugs|bothers|scares|"
+    r"annoys|confuses|puzzles) me\b|what (?:worries|bugs|bothers|scares) me\b|"
+    # a topic taken up again, named: "back to the actual choice"
+    r"back to " + _NAMED + "|"
+    r"(?:and )?then the [a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)|"
     r"while (?:i have you|that runs|we wait|it runs|we'?re at it)|meanwhile|in the meantime|"
     r"before i forget|after (?:lunch|the break|standup|the meeting)|back from \w+|"
     r"(?:now )?the (?:scary|hard|fun|last|next|other|tricky|boring) (?:part|bit|one|thing)|"
@@ -742,8 +753,10 @@ def _topic_score(
     score, cue = 0.0, "cohesion"
     mine = set(turn_terms)
     said = next((e for e in reversed(open_turns) if e[1] != "tool"), None)
-    if OPENER.match(head) or (
-        said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower())
+    if (
+        OPENER.match(head)
+        or (said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower()))
+        or _opens_after_aside(head)
     ):
         score, cue = 2.0, "shift"
     else:
@@ -787,6 +800,14 @@ def _topic_score(
     if len(open_turns) < 2:
         score -= 1.0
     return score, cue
+
+
+def _opens_after_aside(head: str) -> bool:
+    """A topic taken up again after a short aside on the last one: "Sent that to Maren. OK
+    back to the actual choice." (the aside is a sentence of at most `ASIDE_WORDS` words;
+    other openers after an aside, "green. ok, loader's fixed.", mostly go on with it)."""
+    aside, stop, rest = head.partition(". ")
+    return bool(stop) and len(aside.split()) <= ASIDE_WORDS and bool(RESUMED.match(rest))
 
 
 def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[str]) -> bool:
