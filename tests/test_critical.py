@@ -84,6 +84,10 @@ RULES = [
     "the release freeze starts on the 14th and runs through the launch",
     "Charts only at district level, and no district with fewer than 5 households shown.",
     "gluten-free only, please",
+    "whatever the landlord says at the viewing, we don't sign anything there.",
+    "Her position, and I agree, is that the kids stay at their school until June.",
+    "we're on Python 3.9 and we're staying on 3.9.",
+    "nothing you run talks to the live payments API.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -131,6 +135,9 @@ NOT_RULES = [
     "the price went up by at most 5 percent last year, I think?",
     "Oh great. I'll just rewrite the whole parser tonight, shall I, it only took a year.",
     "Shall we keep the old endpoint for now?",
+    "My line manager is on leave until Monday.",
+    "we're staying on the coast for two nights.",
+    "nothing you said was wrong, it was just long.",
 ]
 
 

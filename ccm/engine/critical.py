@@ -124,7 +124,20 @@ CUES: tuple[Cue, ...] = (
         "flag",
         "whatever",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
-        r"(?:we|you|i|they) (?:do|pick|choose|build|decide))\b",
+        r"(?:we|you|i|they) (?:do|pick|choose|build|decide)|"
+        r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b",
+    ),
+    # someone's position, said as theirs: "His line, and fair enough, is that we stay"
+    _cue(
+        "flag",
+        "line position stance",
+        r"\b(?:his|her|their|my|our) (?:line|position|stance)\b(?! managers?\b)[^.;]{0,25}?\bis that\b",
+    ),
+    # a version kept: "we're on minSdk 24 and we're staying on 24"
+    _cue(
+        "flag",
+        "staying",
+        r"\b(?:we'?re|we are|i'?m|i am|it'?s|it is) staying on (?:[a-z][\w.-]* )?v?\d",
     ),
     _cue("flag", "matter", r"\bno matter what\b"),
     # all there is to spend: "I've got £200 for kit this summer, that's all there is"
@@ -270,6 +283,14 @@ CUES: tuple[Cue, ...] = (
         r"[^.?;]{0,100}?\b(?:goes|go|must|needs? to|has to|have to|always|never|don'?t|"
         r"in the same|first)\b",
         requires=("if you", "if we", "if anyone", "if someone"),
+    ),
+    # nothing the assistant runs may reach it: "nothing you run points at api.example.com"
+    _cue(
+        "order",
+        "nothing",
+        r"\bnothing (?:you|of yours|from you)\b[^.;]{0,30}?\b(?:touch\w*|points? (?:at|to)|"
+        r"talks? to|hits?|goes (?:to|near)|runs? (?:against|on)|writes? to)\b",
+        requires=("nothing",),
     ),
     # what may not be touched at all
     _cue(
