@@ -395,6 +395,8 @@ WEDDING = [
         [("user", "Emailed the vicar. Anyway, back to the music. Is a DJ louder than a band?")],
         [("user", "Quick update. The florist can do peonies after all, 40 more.")],
         [("user", "And then the invitations. Sam wants them posted by the 1st, is that late?")],
+        [("user", "while Sam rings the barn, the other fire. the band cancelled on us.")],
+        [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
