@@ -88,6 +88,13 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         ("user", "Yeah. Moving is off the table, full stop.", PLAN, "rejection"),
         ("user", "No, I'm staying put. Their offer declined.", PLAN, "rejection"),
         ("user", "I've changed my mind. Not the oak. The walnut, oiled.", PLAN, "decision"),
+        # a task reported, then the fix it verifies: the fix is what the turn concludes
+        (
+            "user",
+            "Signed her back in, it synced once and stayed quiet. ok, that is the login loop fixed.",
+            FIX,
+            "resolution",
+        ),
     ],
 )
 def test_conclusions_are_found(
@@ -252,3 +259,13 @@ def test_a_cue_that_sums_up_the_turn_states_what_the_turn_said_before_it() -> No
     assert found is not None and found.kind == "decision"
     assert "gym on Thursdays" in found.text and "new plan" in found.text
     assert "integer cents" not in found.text  # not the assistant's words before it
+
+
+def test_a_statement_keeps_the_names_quoted_in_it() -> None:
+    """Quoted spans are not read for cues (a commit message "fix the crash" is no fix),
+    but the statement keeps them: code names are what make it reusable."""
+    said = "Four unit tests pass (`RetryPolicyTest` with a fake 503), and `lintDebug` is clean."
+    found = detect(7, "assistant", said, PLAN)
+    assert found is not None
+    assert "`RetryPolicyTest`" in found.text and "`lintDebug`" in found.text
+    assert detect(7, "user", 'the commit "that fixed it" is from May', PLAN) is None

@@ -110,7 +110,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("fixed", "sorted", "solved"),
         _rx(
-            r"\bthat'?s (?:the |our |my )?[\w-]+(?: [\w-]+)? (?:fixed|sorted|solved)\b",
+            r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)? (?:fixed|sorted|solved)\b",
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
             r"(?:[a-z][\w-]*|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
@@ -622,6 +622,31 @@ def _before(previous: tuple[str, str] | Sequence[tuple[str, str]] | None) -> lis
     return list(previous)
 
 
+_MARK = 0xE000  # a quoted span stands as one private-use character while cues are read
+_MARKS = re.compile("[\ue000-\uf8ff]")
+
+
+def _masked(text: str) -> tuple[str, list[str]]:
+    """`text` with each quoted span (`QUOTED`) as one mark that no cue reads, and the
+    spans, in order; a text that holds such characters itself has its spans blanked."""
+    if _MARKS.search(text):
+        return QUOTED.sub(" ", text), []
+    spans: list[str] = []
+
+    def mark(match: re.Match[str]) -> str:
+        if len(spans) > 0xF8FF - _MARK:
+            return " "
+        spans.append(match.group())
+        return chr(_MARK + len(spans) - 1)
+
+    return QUOTED.sub(mark, text), spans
+
+
+def _unmasked(text: str, spans: list[str]) -> str:
+    """`text` with its marks (`_masked`) back as the spans they stand for."""
+    return _MARKS.sub(lambda m: spans[ord(m.group()) - _MARK], text) if spans else text
+
+
 def detect(
     turn: int,
     role: str,
@@ -637,8 +662,9 @@ def detect(
     if len(text) > limit:
         # conclusions open or close a long turn; its middle is code, logs or detail
         text = text[: limit // 2] + "\n" + text[-limit // 2 :]
-    # what is quoted (a commit message, a command) is not said by the speaker
-    spoken = QUOTED.sub(" ", text)
+    # what is quoted (a commit message, a command) is not said by the speaker; it is
+    # kept for the statement ("Six tests pass (`WorkerTest` with a fake 401)")
+    spoken, spans = _masked(text)
     lower = spoken.lower()
     last_role = before[-1][0] if before else None
     confirming = role == "user" and last_role == "assistant"
@@ -650,6 +676,7 @@ def detect(
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)
     parts = [s.lower() for s in originals]
+    done: Conclusion | None = None  # a task done, unless a later sentence verifies a fix
     for index, sentence in enumerate(parts):
         wanted: set[int] = set()
         for hit in hits:
@@ -687,13 +714,19 @@ def detect(
                 continue
             if kind == "task" and specifics(sentence) < 2 and PAUSE.search(lower):
                 continue  # "that's it for today" with nothing else done
-            said = own_words(originals, index)
+            said = _unmasked(own_words(originals, index), spans)
             article = "an" if role == "assistant" else "a"
             reason = f"{kind} cue '{match.group().strip()}' in {article} {role} turn"
             confidence = round(CONFIDENCE[kind] * factor, 3)
-            return Conclusion(
+            found = Conclusion(
                 statement(said, before, kind), turn, kind, confidence, reason, role, said
             )
+            if kind != "task" or done is not None:
+                return done if done is not None and kind != "resolution" else found
+            done = found  # a fix the turn goes on to verify is what it concludes:
+            break  # "signed it back in, it synced once. ok, THAT is the battery thing fixed"
+    if done is not None:
+        return done
     if confirming:
         match = CONFIRMATION.search(parts[0] if parts else "")
         if (
