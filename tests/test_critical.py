@@ -138,6 +138,9 @@ NOT_RULES = [
     "My line manager is on leave until Monday.",
     "we're staying on the coast for two nights.",
     "nothing you said was wrong, it was just long.",
+    "I need to know what broke and get a fix out the door.",
+    "the timer fires every 15 minutes, so it can't physically run more than 4 times an hour.",
+    "at the biggest font the OK button sits below the sheet and you can't reach it.",
 ]
 
 

@@ -221,7 +221,9 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "deontic",
         "can't cannot can may mustn't shouldn't should won't cant",
-        r"\b(?:can'?t|cannot|can not|may not|mustn'?t|shouldn'?t|should not|"
+        # not the generic "you" of a report ("the button is off screen and you can't reach
+        # it"): a rule told to the assistant is the cue below
+        r"(?<!\byou )\b(?:can'?t|cannot|can not|may not|mustn'?t|shouldn'?t|should not|"
         r"won'?t be able to)\s+(?:\w+\s+)?(?:do|use|touch|write|change|edit|go|exceed|cost|be|"
         r"have|store|show|take|add|merge|deploy|run|push|eat|drink|stand|handle|afford|spend|"
         r"move|fly|drive|leave|miss|break|lose|get|keep|log|send|share|delete|drop|"
@@ -250,7 +252,8 @@ CUES: tuple[Cue, ...] = (
         "don't dont never mustn't cannot can't may",
         r"\byou (?:don'?t|do not|never|must not|mustn'?t|can'?t|cannot|may not) "
         r"(?!need|have to|know|mind|worry|want|remember|see|get it|think|understand|seem|"
-        r"really|even|always|care|look|sound|feel|mean)\w+",
+        r"really|even|always|care|look|sound|feel|mean|reach|scroll|click|tap|press|find|"
+        r"tell|read|log in|sign in)\w+",
         requires=("you ",),
     ),
     # the way things are done there, said as such
@@ -452,9 +455,11 @@ GUESS = re.compile(
     r"\bhave to (?:see|wait and see)\b|"
     r"\b(?:has|have) to be (?:the|a|an|it|that|this|something|somewhere|related|because)\b|"
     r"\bcan'?t be (?:it|that|this|the|right|true|wrong|related|a|an)\b|"
+    r"\bcan'?t (?:physically|possibly)\b|"  # what cannot happen, not what may not
     # the speaker's own next chore: "need to check with Dario first"
     r"(?:^|[.:,;]\s*|\b(?:i|we|now|so|then|still|just)\s+)(?:actually\s+)?(?:need|have|had) "
     r"to (?:actually )?(?:check|ask|talk|look|figure|find|think|decide|pick|choose|call|email|"
+    r"know|understand|learn|"
     r"go|leave|run|get|buy|order|wait|see|sort|do|finish|write|read|send|tell|book|sleep|"
     r"eat|try|fix|debug|test|measure|ping|grab|head|hop|jump|dash)\b"
 )
