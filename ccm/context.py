@@ -278,9 +278,11 @@ _SPECIFIC = re.compile(
     r"(?<![\w/.-])(?:"
     r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December)\b|"  # a date
-    r"/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:" + _UNIT + r")?|"  # an identifier,
+    r"[\u00a3$\u20ac]?/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:"
+    + _UNIT
+    + r")?|"  # an identifier,
     # a path, a figure (with its unit: "430-490 g")
-    r"[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit
+    r"[\u00a3$\u20ac]?[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit (a price)
     r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
     r")(?![\w/-])"
 )

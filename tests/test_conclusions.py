@@ -168,6 +168,8 @@ def test_conclusions_are_found(
         ("is the move off the table now?", PLAN),
         ("card declined again, third time today", None),
         ("I might be changing my mind about the walnut", PLAN),
+        # a claim resting on what someone is sure will happen
+        ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],
 )
 def test_look_alikes_are_rejected(text: str, previous: tuple[str, str] | None) -> None:

@@ -946,6 +946,9 @@ def test_a_figure_is_named_with_its_unit() -> None:
     assert {"2 km", "45 cm", "430-490 g", "12 ms", "15%"} <= found
     assert not {"2", "45", "430-490", "12"} & found
     assert not any(term.endswith(" is") for term in found)  # "is" is no unit
+    assert {"\u00a31,540", "$25", "\u20ac846"} <= _specific_terms(
+        "\u00a31,540 back, $25 a month, \u20ac846"
+    )
 
 
 # -- recall in an agent's session ------------------------------------------------------

@@ -88,6 +88,8 @@ RULES = [
     "Her position, and I agree, is that the kids stay at their school until June.",
     "we're on Python 3.9 and we're staying on 3.9.",
     "nothing you run talks to the live payments API.",
+    "So: new floor, 45k base, nothing less.",
+    "Whichever venue it is, the dinner on the 12th is happening.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -141,6 +143,7 @@ NOT_RULES = [
     "I need to know what broke and get a fix out the door.",
     "the timer fires every 15 minutes, so it can't physically run more than 4 times an hour.",
     "at the biggest font the OK button sits below the sheet and you can't reach it.",
+    "2 bed, top floor, three flights of stairs.",
 ]
 
 

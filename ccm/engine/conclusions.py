@@ -417,6 +417,11 @@ HEDGE = _rx(
     r"should be|should fix|should work|hopefully|fingers crossed|not celebrating|let'?s see|"
     r"seems to|in theory|my bet|if (?:so|that)|we'?ll see|i hope)\b",
 )
+# what someone expects to happen, said as sure: a claim resting on it is premature
+PREDICTION = _rx(
+    r"\b(?:'ll|will|would) (?:obviously|surely|definitely|certainly|clearly) \w+",
+    r"\b(?:is|are|'s|'re) bound to\b",
+)
 PAUSE = _rx(
     r"\b(?:done|that'?s it|(?<!good )enough|finished|stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b"
     r"[^.?!]{0,25}\b(?:(?:for )?(?:today|tonight|the day|the week|this week)|for now)\b",
@@ -687,6 +692,8 @@ def detect(
         ]
         if not cues or HEDGE.search(sentence):
             continue
+        if index and PREDICTION.search(parts[index - 1]):
+            continue  # "they'll obviously go to 70. salary sorted.": not yet
         following = parts[index + 1] if index + 1 < len(parts) else ""
         if following.startswith(("no wait", "wait", "no,", "nope", "not really", "not quite")):
             continue

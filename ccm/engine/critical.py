@@ -122,10 +122,11 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
     _cue(
         "flag",
-        "whatever",
+        "whatever whichever",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
         r"(?:we|you|i|they) (?:do|pick|choose|build|decide)|"
-        r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b",
+        r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
+        r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b",
     ),
     # someone's position, said as theirs: "His line, and fair enough, is that we stay"
     _cue(
@@ -182,8 +183,11 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "breaker deal-breaker dealbreaker line", r"\bdeal[- ]?breaker|\bred line\b"),
     _cue(
         "flag",
-        "deadline budget curfew cutoff cut-off limit cap",
-        r"\b(?:deadline|budget|curfew|cut-?off|limit|cap)\s*(?:is\b|:|of\b|=|\u2014|-\s)"
+        "deadline budget curfew cutoff cut-off limit cap floor ceiling",
+        r"\b(?:deadline|budget|curfew|cut-?off|limit|cap|"
+        # a floor or ceiling someone sets ("new floor, £70k base"), not a building's
+        r"(?:(?:my|our|his|her|their|new|hard|salary|price|pay) )(?:floor|ceiling)\b,?)"
+        r"\s*(?:is\b|:|of\b|=|\u2014|-\s|(?<=,))"
         r"\s*(?:\S+\s+){0,3}?(?:[\d\u20ac$\u00a3]|(?:one|two|three|four|five|six|seven|eight|nine|"
         r"ten|twenty|fifty|hundred|thousand|end|eod|tomorrow|today|tonight|noon|midnight|"
         r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)",
