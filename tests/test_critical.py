@@ -90,6 +90,8 @@ RULES = [
     "nothing you run talks to the live payments API.",
     "So: new floor, 45k base, nothing less.",
     "Whichever venue it is, the dinner on the 12th is happening.",
+    "Three nights away in a row, that's my ceiling.",
+    "my sister doesn't hear a word about the party until the invitations are out.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -221,6 +223,8 @@ def _user_says(*texts: str) -> dict[str, Any]:
 
 def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
     assert replaces("Tone is now casual, no formal phrasing.", "Keep the tone formal, no phrasing.")
+    assert replaces("So: new floor, 45k base.", "Money: 40k base is my floor.")
+    assert replaces("Scrap the formal letters. Short emails from now on.", "Letters: formal.")
     assert not replaces("Budget is now 5k for the trip.", "Never book night trains.")
 
     state = _user_says(
@@ -393,4 +397,17 @@ def test_a_rule_quoted_from_someone_else_binds_the_work_without_its_quote_marks(
     )
     assert [item for _, item in detect("user", text)] == [
         "Contractors must not access production data from personal laptops."
+    ]
+
+
+def test_labelled_lines_without_bullets_are_rules_of_their_own() -> None:
+    said = (
+        "Money: 40k base is my floor. Under that I'd rather stay.\n"
+        "Office: two days a week, that's my ceiling.\n"
+        "Boss: my manager doesn't hear a thing until I've signed."
+    )
+    assert [text for _, text in detect("user", said)] == [
+        "Money: 40k base is my floor. Under that I'd rather stay.",
+        "Office: two days a week, that's my ceiling.",
+        "Boss: my manager doesn't hear a thing until I've signed.",
     ]

@@ -192,6 +192,12 @@ CUES: tuple[Cue, ...] = (
         r"ten|twenty|fifty|hundred|thousand|end|eod|tomorrow|today|tonight|noon|midnight|"
         r"mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)",
     ),
+    # a limit named as someone's: "two days a week in an office, that's my ceiling"
+    _cue(
+        "flag",
+        "floor ceiling",
+        r"\b(?:is|'s) (?:my|our|his|her|their) (?:absolute |hard )?(?:floor|ceiling)\b",
+    ),
     # obliges or forbids; "must" of a guess ("must be undercounting") is left out below
     _cue("deontic", "must mustn't", r"\bmust(?:n'?t| not| never| always| only)?\b"),
     _cue(
@@ -424,10 +430,12 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "deontic",
         "until unless without merged deployed shipped released sent published submitted "
-        "applied pushed posted",
+        "applied pushed posted hear hears know knows see sees learn learns",
         r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|will not|can'?t|cannot|isn'?t|is not|"
         r"aren'?t|are not|nothing)\s(?:\w+\s)?(?:get |gets |be |go |goes )?"
-        r"(?:merged|deployed|shipped|released|sent|published|submitted|applied|pushed|posted)\b"
+        r"(?:merged|deployed|shipped|released|sent|published|submitted|applied|pushed|posted|"
+        # who is told nothing yet: "Femke doesn't hear a thing about this until I've signed"
+        r"(?:hears?|knows?|sees?|learns?) (?:a thing|anything|a word))\b"
         r"[^.;!?]{0,60}?\b(?:until|unless|without)\b",
     ),
     # what is ruled out, listed: "Not muted, not test.fixme, not skipped."
@@ -522,7 +530,10 @@ POLITE = re.compile(r"\b(?:pls|plz|please)\b")
 # a change of an earlier rule: "P0 now, not P1", "forget matte black, brushed brass"
 CHANGE = re.compile(
     r"\b(?:is|are) now\b|\bno longer\b|\binstead of\b|\bnot \w+ (?:any ?more)\b|"
-    r"\bchange of (?:heart|plan)\b|\bdrop the\b|\buse the new\b|\bswitch(?:ing)? to\b"
+    r"\bchange of (?:heart|plan)\b|\b(?:drop|scrap|ditch) the\b|\buse the new\b|\bswitch(?:ing)? to\b|"
+    # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
+    r"\bnew (?:floor|ceiling|limit|budget|cap|deadline|rule|max(?:imum)?|minimum|target)\b|"
+    r"\bfrom now on\b"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
 RETRACTS = re.compile(r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b")
@@ -722,6 +733,10 @@ def _is_prose(line: str) -> bool:
     return letters >= 0.5 * len(stripped)
 
 
+# a line that names what it is about, as one of a list without bullets: "Office: two days"
+_LABELLED = re.compile(r"[A-Z][\w'&/-]*(?: [\w'&/-]+){0,2}:\s+\S")
+
+
 def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str, bool]]:
     """The statements of a turn: each paragraph, or each item of a list, as one text;
     fenced code and pasted output left out (and, without `quotes`, what it quotes with
@@ -772,7 +787,7 @@ def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str,
                 found.append((_led(lead), True))
                 lead = []
                 current, listed, heading = [line.strip()], False, False
-            elif current and (not listed or line[:1].isspace()):
+            elif current and (not listed or line[:1].isspace()) and not _LABELLED.match(line):
                 current.append(line.strip())  # the paragraph, or an indented list item, goes on
             else:
                 if current:
