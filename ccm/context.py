@@ -286,7 +286,8 @@ _SPECIFIC = re.compile(
     r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
     r")(?![\w/-])"
 )
-_NAME = re.compile(r"(?<=[a-z,;] )[A-Z][a-z]{2,}\b")  # a capitalised word inside a sentence
+# a capitalised word inside a sentence, with the title it is said with ("Mr Okafor")
+_NAME = re.compile(r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}\b")
 
 
 def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) -> str:

@@ -949,6 +949,8 @@ def test_a_figure_is_named_with_its_unit() -> None:
     assert {"\u00a31,540", "$25", "\u20ac846"} <= _specific_terms(
         "\u00a31,540 back, $25 a month, \u20ac846"
     )
+    # a name with the title it is said with
+    assert "Mr Okafor" in _specific_terms("the letter from Mr Okafor came in")
 
 
 # -- recall in an agent's session ------------------------------------------------------

@@ -397,6 +397,7 @@ WEDDING = [
         [("user", "And then the invitations. Sam wants them posted by the 1st, is that late?")],
         [("user", "while Sam rings the barn, the other fire. the band cancelled on us.")],
         [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
+        [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(

@@ -80,7 +80,12 @@ SHIFT = re.compile(
 ASIDE_WORDS = 5  # a short sentence before the words that take a topic up again
 _NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
 # a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
-RESUMED = re.compile(r"(?:(?:ok(?:ay)?|so|right|anyway|now)\b[\s,.!]*){0,2}back to " + _NAMED)
+RESUMED = re.compile(
+    r"(?:(?:ok(?:ay)?|so|right|anyway|now)\b[\s,.!]*){0,2}(?:back to " + _NAMED + "|"
+    # or a topic taken up by name: "Sent! He's usually quick. Let's do the budget."
+    r"let'?s (?:do|look at|move on to|turn to|tackle|get to|switch to)\b(?! (?:it|that|this|so)\b))"
+)
+_ASIDE = re.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
 OPENER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
     r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx)\b[\s,.!:;-]*){0,3}"
@@ -805,11 +810,19 @@ def _topic_score(
 
 
 def _opens_after_aside(head: str) -> bool:
-    """A topic taken up again after a short aside on the last one: "Sent that to Maren. OK
-    back to the actual choice." (the aside is a sentence of at most `ASIDE_WORDS` words;
-    other openers after an aside, "green. ok, loader's fixed.", mostly go on with it)."""
-    aside, stop, rest = head.partition(". ")
-    return bool(stop) and len(aside.split()) <= ASIDE_WORDS and bool(RESUMED.match(rest))
+    """A topic taken up after a short aside on the last one: "Sent that to Maren. OK back
+    to the actual choice.", "Sent! He's usually quick. Let's do the budget." (the aside is
+    one or two sentences of at most `ASIDE_WORDS` words each; other openers after an
+    aside, "green. ok, loader's fixed.", mostly go on with it)."""
+    at = 0
+    for _ in range(2):  # an aside of one or two short sentences
+        aside = _ASIDE.match(head, at)
+        if aside is None or len(aside.group().split()) > ASIDE_WORDS:
+            return False
+        at = aside.end()
+        if RESUMED.match(head, at):
+            return True
+    return False
 
 
 def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[str]) -> bool:
