@@ -271,3 +271,12 @@ def test_a_statement_keeps_the_names_quoted_in_it() -> None:
     assert found is not None
     assert "`RetryPolicyTest`" in found.text and "`lintDebug`" in found.text
     assert detect(7, "user", 'the commit "that fixed it" is from May', PLAN) is None
+
+
+def test_the_recap_after_a_pause_concludes_nothing_new() -> None:
+    """ "that'll do for tonight" is a pause; the assistant's summary after it lists
+    what is under way, whatever its words ("script fixed"), and decides nothing."""
+    recap = "Night! For the morning:\n- Backups: the script is fixed, and the test run passed."
+    paused = [("user", "right I'm wrecked, that'll do for tonight. night!")]
+    assert detect(9, "assistant", recap, paused) is None
+    assert detect(9, "assistant", recap, [("user", "ok, what's left?")]) is not None

@@ -92,6 +92,10 @@ RULES = [
     "Whichever venue it is, the dinner on the 12th is happening.",
     "Three nights away in a row, that's my ceiling.",
     "my sister doesn't hear a word about the party until the invitations are out.",
+    "as a general thing: nothing gets deleted on the NAS without asking me first.",
+    "so that's the other rule: the router only gets rebooted after 11pm.",
+    "the cat never goes in the garden, that's her one condition.",
+    "New number: 300 a month all in, the sitter included.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",

@@ -445,6 +445,8 @@ def test_a_fix_the_other_side_doubts_leaves_its_segment_open() -> None:
     doubted = [*lines, ("assistant", "I wouldn't call it gone on one run: it failed 1 in 5.")]
     taken = [*lines, ("assistant", "Good. I'll keep an eye on tomorrow's run.")]
     assert [s["status"] for s in _segments_of(doubted)] == ["open"]
+    waits = "The big tenant is. I'd watch the other two tonight before calling the imports fixed."
+    assert [s["status"] for s in _segments_of([*lines, ("assistant", waits)])] == ["open"]
     assert [s["status"] for s in _segments_of(taken)] == ["concluded"]
 
 

@@ -423,7 +423,8 @@ PREDICTION = _rx(
     r"\b(?:is|are|'s|'re) bound to\b",
 )
 PAUSE = _rx(
-    r"\b(?:done|that'?s it|(?<!good )enough|finished|stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b"
+    r"\b(?:done|that'?s it|that'?ll do|(?<!good )enough|finished|stop(?:ping)?|call it|"
+    r"wrap(?:ping)? (?:it )?up)\b"
     r"[^.?!]{0,25}\b(?:(?:for )?(?:today|tonight|the day|the week|this week)|for now)\b",
     # "now" alone pauses only a stop ("stopping now"): "the migration's done now" is done
     r"\b(?:stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b[^.?!]{0,25}\bnow\b",
@@ -678,6 +679,8 @@ def detect(
     hits = set(_SCAN[role].findall(lower))
     if not hits and not (confirming and CONFIRMATION.search(lower[:80])):
         return None
+    if role == "assistant" and last_role == "user" and PAUSE.search(before[-1][1].lower()):
+        return None  # the recap that answers "that'll do for tonight" settles nothing new
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)
     parts = [s.lower() for s in originals]

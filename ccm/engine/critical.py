@@ -175,8 +175,13 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "insist insists", r"\binsists? on\b"),
     _cue(
         "flag",
-        "condition conditions constraint constraints requirement requirements must",
-        r"\b(?:his|her|their|my|our) (?:condition|constraint|requirement)s?\b|"
+        "condition conditions constraint constraints requirement requirements must rule number "
+        "figure budget limit cap max maximum",
+        r"\b(?:his|her|their|my|our) (?:one |only |main |big )?(?:condition|constraint|requirement)s?\b|"
+        # a rule named as one: "that's the other rule: caddy only restarts after 10pm"
+        r"\b(?:the|a|one|my|our|other|house|golden) (?:other |one |golden |house )?rule\s*:|"
+        # a budget said again: "New number: $250 a month all in"
+        r"\bnew (?:number|figure|budget|limit|cap|max(?:imum)?)\s*:\s*[$\u20ac\u00a3\d]|"
         r"\b(?:is|are|it'?s) (?:a )?(?:hard |strict )?(?:constraint|requirement|must)\b",
     ),
     _cue("flag", "moving frozen locked", r"\bnot moving\b|\b(?:is|are|stays?) (?:frozen|locked)\b"),
@@ -243,9 +248,11 @@ CUES: tuple[Cue, ...] = (
     ),
     _cue(
         "deontic",
-        "check clear ask run talk",
+        "check clear ask run talk asking checking",
         r"\b(?:check|clear) (?:\w+ )?with (?:me|us) (?:first|before)\b|"
-        r"\b(?:ask|talk to) (?:me|us) (?:first|before)\b|\brun (?:\w+ ){0,3}?(?:past|by) (?:me|us)\b",
+        r"\b(?:ask|talk to) (?:me|us) (?:first|before)\b|\brun (?:\w+ ){0,3}?(?:past|by) (?:me|us)\b|"
+        # "nothing destructive on zfs without asking me first"
+        r"\bwithout (?:asking|checking with|telling|clearing it with) (?:me|us)\b",
         requires=(" me", " us"),
     ),
     # one way only: "we only use numbers from our own records", "Sundays, and only Sundays"
@@ -532,7 +539,8 @@ CHANGE = re.compile(
     r"\b(?:is|are) now\b|\bno longer\b|\binstead of\b|\bnot \w+ (?:any ?more)\b|"
     r"\bchange of (?:heart|plan)\b|\b(?:drop|scrap|ditch) the\b|\buse the new\b|\bswitch(?:ing)? to\b|"
     # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
-    r"\bnew (?:floor|ceiling|limit|budget|cap|deadline|rule|max(?:imum)?|minimum|target)\b|"
+    r"\bnew (?:floor|ceiling|limit|budget|cap|deadline|rule|max(?:imum)?|minimum|target|number|"
+    r"figure)\b|"
     r"\bfrom now on\b"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"

@@ -165,6 +165,7 @@ PENDING = re.compile(
     r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet|"
     # the other side doubting that it is over: "I wouldn't call it dead on one run"
     r"i wouldn'?t (?:call it|say it'?s|say that'?s)|too (?:early|soon) to (?:call|say|tell)|"
+    r"before (?:calling|declaring|we call|you call) (?:it|them|that|th\w+ \w+) (?:done|fixed)|"
     r"not so fast)"
 )
 BLOCKER = re.compile(
