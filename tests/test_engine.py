@@ -398,6 +398,7 @@ WEDDING = [
         [("user", "while Sam rings the barn, the other fire. the band cancelled on us.")],
         [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
         [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
+        [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
