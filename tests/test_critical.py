@@ -415,3 +415,15 @@ def test_labelled_lines_without_bullets_are_rules_of_their_own() -> None:
         "Office: two days a week, that's my ceiling.",
         "Boss: my manager doesn't hear a thing until I've signed.",
     ]
+
+
+def test_a_rule_held_to_takes_the_sentence_it_points_back_at() -> None:
+    said = (
+        "Money. We agreed 200 a month for the car, all in: loan, insurance, fuel, whatever. "
+        "She's pretty firm on that. Insurance is about 40 a month, right? Her brother pays 38 "
+        "for his hatchback, and he drives a lot more than we will."
+    )
+    assert [text for _, text in detect("user", said)] == [
+        "We agreed 200 a month for the car, all in: loan, insurance, fuel, whatever. "
+        "She's pretty firm on that."
+    ]

@@ -173,6 +173,8 @@ CUES: tuple[Cue, ...] = (
     # what must not change because other things rest on it: "that shape is load-bearing"
     _cue("flag", "load-bearing loadbearing", r"\bload-?bearing\b"),
     _cue("flag", "insist insists", r"\binsists? on\b"),
+    # a rule held to: "$150 a month for everything. He's pretty firm on that."
+    _cue("flag", "firm", r"\bfirm (?:on|about) (?:that|this|it|the)\b"),
     _cue(
         "flag",
         "condition conditions constraint constraints requirement requirements must rule number "
@@ -689,7 +691,8 @@ KINDS = {  # the kind an item is, by its strongest cue
 
 SHORT_SENTENCES, SHORT_CHARS = 4, 400
 ANAPHOR = re.compile(
-    r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b"
+    r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b|"
+    r"\b(?:on|about|with|to) (?:that|this)\W*$"  # "He's pretty firm on that."
 )
 ITEM_CHARS = 600
 # a pronoun that stands for something said before it
@@ -988,7 +991,7 @@ def _led_into(parts: list[str], index: int) -> bool:
     return bool(
         index
         and not QUESTION.search(parts[index - 1].lower())
-        and (parts[index - 1].endswith(":") or ANAPHOR.match(parts[index].lower()))
+        and (parts[index - 1].endswith(":") or ANAPHOR.search(parts[index].lower()))
     )
 
 
