@@ -731,10 +731,10 @@ def detect(
             found = Conclusion(
                 statement(said, before, kind), turn, kind, confidence, reason, role, said
             )
-            if kind != "task" or done is not None:
-                return done if done is not None and kind != "resolution" else found
-            done = found  # a fix the turn goes on to verify is what it concludes:
-            break  # "signed it back in, it synced once. ok, THAT is the battery thing fixed"
+            if kind == "task" and done is None:
+                done = found  # a fix the turn goes on to verify is what it concludes:
+                break  # "signed it back in, it synced once. ok, THAT is the battery thing fixed"
+            return found if kind == "resolution" or done is None else done
     if done is not None:
         return done
     if confirming:

@@ -77,6 +77,8 @@ SHIFT = re.compile(
 # how people open a new topic in a chat with an assistant: "ok now X", "next on my
 # list:", "one more thing:", "q: ...", "other q while I have you", "after lunch: X",
 # "the scary part.", "meanwhile, ..."
+# a topic named alone: "the race.", "Lena's list:"
+_TOPIC = r"(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$)"
 ASIDE_WORDS = 5  # a short sentence before the words that take a topic up again
 _NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
 # a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
@@ -118,12 +120,12 @@ OPENER = re.compile(
     # what to do meanwhile, after a lead: "While she reads it: let's finish the branch"
     r"while [a-z][\w' ]{2,30}[:,]\s*(?:let'?s (?:finish|do|look at|get|go|pick up|start)\b|"
     # ... or names what to do meanwhile: "while she reads that: yesterday's migration."
-    r"(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$))|"
+     + _TOPIC + r")|"
     r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
     r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b|while i think of it\b|"
     r"speak of the devil\b|"
     # a topic taken up by its name alone: "ok, the race.", "Right, the split.", "ok, Lena's list."
-    r"(?<=[,.] )(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$)|"
+    r"(?<=[,.] )" + _TOPIC + r"|"
     # a topic named, then the words that open one: "Money, while we're on it."
     r"[a-z][\w'-]*(?: [a-z][\w'-]*)?,? (?:while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|"
     r"that))|while i think of it|before i forget)\b|"
