@@ -88,6 +88,26 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         ("user", "Yeah. Moving is off the table, full stop.", PLAN, "rejection"),
         ("user", "No, I'm staying put. Their offer declined.", PLAN, "rejection"),
         ("user", "I've changed my mind. Not the oak. The walnut, oiled.", PLAN, "decision"),
+        # a choice reported made, in the past or as a switch
+        (
+            "user",
+            "We went with the fixed-rate one in the end, signed this morning.",
+            PLAN,
+            "decision",
+        ),
+        (
+            "user",
+            "i picked the 16-inch, the battery matters more than the weight",
+            PLAN,
+            "decision",
+        ),
+        (
+            "user",
+            "We're switching. The walnut. Both of us liked it better in daylight.",
+            PLAN,
+            "decision",
+        ),
+        ("user", "I've switched to the yearly plan, it's cheaper over 12 months", PLAN, "decision"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -168,6 +188,10 @@ def test_conclusions_are_found(
         ("is the move off the table now?", PLAN),
         ("card declined again, third time today", None),
         ("I might be changing my mind about the walnut", PLAN),
+        # a choice made by someone else's going along, a choice to come
+        ("I went with her to the viewing, the flat is small", PLAN),
+        ("we're switching off the router at night now, does that matter?", PLAN),
+        ("which one would you have picked?", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],

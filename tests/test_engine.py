@@ -520,6 +520,29 @@ def test_a_decision_stays_its_segments_conclusion_when_the_work_is_reported_done
     assert segment_conclusion([merged, fixed])["turn"] == 7
 
 
+def test_a_task_that_names_what_it_finishes_takes_the_segment_from_a_decision_on_the_way() -> None:
+    """ "Invoices first then" decides a step; "that's the quarter's books done" ends the
+    topic, and when it says little itself its statement keeps the decision beside it.
+    "merged it" names nothing: the decision stays. (Written for this test.)"""
+    from ccm.engine.conclusions import detect
+    from ccm.engine.fold import segment_conclusion
+
+    def entry(turn: int, text: str) -> list[Any]:
+        found = detect(turn, "user", text)
+        return [turn, "user", text, None, 0, found.as_dict() if found else None, False]
+
+    step = entry(3, "ok, go with the invoices first, the receipts can wait till after lunch.")
+    books = entry(9, "balances to the cent. that's the quarter's books done.")
+    short = entry(9, "That section's done.")
+    merged = entry(9, "Dana approved and merged it")
+    assert step[5]["kind"] == "decision" and books[5]["kind"] == "task"
+    assert segment_conclusion([step, books])["turn"] == 9
+    said = segment_conclusion([step, short])
+    assert said["turn"] == 9 and said["text"].startswith("That section's done.")
+    assert "invoices first" in said["text"]
+    assert segment_conclusion([step, merged])["turn"] == 3
+
+
 def test_back_after_a_break_with_something_else_starts_a_segment(tmp_path: Path) -> None:
     """An incident session (tests/fixtures/scenarios_heldout/h03, written for ccm's
     tests): "back, incident doc is drafted. what still bugs me: ..." two hours after the

@@ -56,6 +56,7 @@ ASSISTANT_KINDS = frozenset({"resolution", "task", "insight"})
 LONG_TURN = 3000
 LONG_ANSWER = 800
 STATEMENT_CHARS = 320
+RICH = 6  # specifics (`specifics`) a statement needs to say what it settles on its own
 DECIDED = ("decision", "confirmation")  # the kinds that decide: one may reverse another
 
 
@@ -284,6 +285,17 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:go|going) with\b",
         ),
     ),
+    # a choice reported made: "we went with Plan B", "I picked the 45", "we're switching. Otis."
+    (
+        "decision",
+        ("went with", "picked", "chose", "opted", "switching", "switched"),
+        _rx(
+            r"\b(?:we|i)(?:'ve| have)? (?:(?:just |finally )?(?:went|ended up going) with|"
+            r"picked|chose|opted for)\b(?! (?:him|her|them|me|us|my|his|their|our|up|out)\b)",
+            r"\b(?:we'?re|we are|i'?m|i am) switching\b(?! (?:off|on|over to check)\b)",
+            r"\b(?:we|i)(?:'ve| have)? switched to\b",
+        ),
+    ),
     (
         "decision",
         ("decide", "lock"),
@@ -445,6 +457,13 @@ NOT_DONE = _rx(
     r"\b(?:what|whatever|which|how much)\s+(?:was|were|is|are|has been|have been|had been|got)\s+"
     r"(?:done|finished|fixed|merged|deployed|shipped)\b",
 )
+# a task declared done that names what it finishes: "that's the rec done", "the need
+# section's done", "PLOT-511 closed" (not "merged it", "all done", "Done: ...")
+NAMED_DONE = re.compile(
+    r"(?<![\w'-])(?:the |this |that |my |our )?(?!(?:it|that|this|these|those|which|what|all|"
+    r"everything|both|one|we|i|you|they|he|she)\b)[a-z][\w-]*(?:'s| is| are)? "
+    r"(?:done|finished|complete|closed)\b"
+)
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
 COUNTED = re.compile(
@@ -564,7 +583,7 @@ def lead(text: str, limit: int = 2) -> str:
     return " ".join(chosen)
 
 
-def _clip(text: str, limit: int = STATEMENT_CHARS) -> str:
+def clip(text: str, limit: int = STATEMENT_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
@@ -574,7 +593,7 @@ def own_words(originals: list[str], index: int) -> str:
     without greetings, fillers, questions and pauses: what the turn itself settles."""
     own: list[str] = []
     for sentence in originals[index : index + 3]:
-        if own and specifics(" ".join(own)) >= 6:
+        if own and specifics(" ".join(own)) >= RICH:
             break
         cleaned = _settling(sentence)
         if cleaned:
@@ -583,13 +602,13 @@ def own_words(originals: list[str], index: int) -> str:
     # new plan."): the sentences before it say what
     sums_up = SUMS_UP.match(_FILLER_START.sub("", plain(originals[index])).lower())
     for sentence in reversed(originals[max(0, index - 2) : index] if sums_up else []):
-        if specifics(" ".join(own)) >= 6:
+        if specifics(" ".join(own)) >= RICH:
             break
         cleaned = _settling(sentence)
         if not cleaned:
             break
         own.insert(0, cleaned)
-    return _clip(" ".join(own) or plain(originals[index]))
+    return clip(" ".join(own) or plain(originals[index]))
 
 
 def _settling(sentence: str) -> str:
@@ -605,7 +624,7 @@ def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> s
     """The conclusion as a reusable statement: what the turn says, led by what it
     accepts (the latest assistant turn before it) when it accepts an answer or a
     finding ("that answers it", "confirmed", "decided") or says little itself."""
-    rich = specifics(said) >= 6
+    rich = specifics(said) >= RICH
     accepting = kind in ("answer", "confirmation") or (
         not rich and bool(ACCEPTS.search(said.lower()))
     )
@@ -614,10 +633,10 @@ def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> s
     accepted = next((t for role, t in reversed(before) if role == "assistant"), None)
     found = lead(accepted) if accepted else ""
     if not found or not said:
-        return _clip(found or said)
+        return clip(found or said)
     if accepting:  # what is accepted says what; the acceptance follows
-        return _clip(f"{found} ({said})")
-    return _clip(f"{said} \u2014 {found}")  # what was settled, then its context
+        return clip(f"{found} ({said})")
+    return clip(f"{said} \u2014 {found}")  # what was settled, then its context
 
 
 def _before(previous: tuple[str, str] | Sequence[tuple[str, str]] | None) -> list[tuple[str, str]]:
@@ -750,7 +769,7 @@ def detect(
             if accepted.rstrip().endswith("?"):
                 confidence -= 0.1  # a yes to a question decides less than a yes to a plan
             return Conclusion(
-                _clip(lead(accepted) or plain(accepted)),
+                clip(lead(accepted) or plain(accepted)),
                 turn,
                 "confirmation",
                 round(confidence, 3),

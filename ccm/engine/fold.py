@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 14
+STATE_VERSION = 15
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -349,14 +349,20 @@ def _new_segment(state: State, cue: str, resume: str | None = None) -> dict[str,
 def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
     """The segment's conclusion: its latest one, unless an earlier one is much stronger;
     a decision stays it when the work it decided is reported done after it ("decided:
-    the DLQ topic" then "merged"): the decision is where the topic was settled."""
+    the DLQ topic" then "merged"): the decision is where the topic was settled, unless
+    the report names what it finishes ("Journals then" ... "that's the rec done"): a
+    decision on the way, the topic done."""
     chosen: dict[str, Any] | None = None
     for entry in open_turns:
         found = entry[5]
         if found is None:
             continue
         if chosen is not None and found["kind"] == "task" and chosen["kind"] in conclusions.DECIDED:
-            continue
+            said = str(found.get("said") or found["text"])
+            if not conclusions.NAMED_DONE.search(said.lower()):
+                continue
+            if conclusions.specifics(said) < conclusions.RICH:  # "That section's done."
+                found = {**found, "text": conclusions.clip(f"{said} \u2014 {chosen['text']}")}
         if chosen is None or found["confidence"] >= chosen["confidence"] - 0.1:
             chosen = found
     return chosen
