@@ -108,6 +108,34 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             "decision",
         ),
         ("user", "I've switched to the yearly plan, it's cheaper over 12 months", PLAN, "decision"),
+        # a fix called so; an offer turned down or taken; a choice dropped for another
+        (
+            "user",
+            "good, I'll call that one fixed. the cable can wait for the next board",
+            FIX,
+            "resolution",
+        ),
+        (
+            "user",
+            "Nope. We're walking away from the Astra, the seller got cagey.",
+            PLAN,
+            "rejection",
+        ),
+        ("user", "we'll pass on the second flat, the stairs alone rule it out", PLAN, "rejection"),
+        ("user", "Right. We're buying the Corolla. Sam's already named it.", PLAN, "decision"),
+        (
+            "user",
+            "so 2,100 for the old one, they beat our number. we'll take it.",
+            PLAN,
+            "decision",
+        ),
+        ("user", "yeah, forget the loan, we're paying it off from savings.", PLAN, "decision"),
+        (
+            "user",
+            "that'll do. weekly backups plus the monthly copy go into the plan",
+            PLAN,
+            "confirmation",
+        ),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -192,6 +220,11 @@ def test_conclusions_are_found(
         ("I went with her to the viewing, the flat is small", PLAN),
         ("we're switching off the router at night now, does that matter?", PLAN),
         ("which one would you have picked?", PLAN),
+        ("I'll call it fixed once the overnight run is clean", FIX),
+        ("don't forget the charger when you go", PLAN),
+        ("forget the tabs thing I said earlier, spaces from now on", PLAN),
+        ("we'll take it to the garage on Monday and see", PLAN),
+        ("that'll do for tonight, I'm shattered", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],

@@ -96,6 +96,11 @@ RULES = [
     "so that's the other rule: the router only gets rebooted after 11pm.",
     "the cat never goes in the garden, that's her one condition.",
     "New number: 300 a month all in, the sitter included.",
+    # said as the last word on it; a limit named and kept to; a refusal of one's own
+    "deliveries come between 8 and 6 on weekdays, full stop.",
+    "the deposit is the last of it, not a penny more.",
+    "The cap is 23 kg a bag, and we don't go over it.",
+    "The one thing I won't do is drive the pass after dark.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -150,6 +155,11 @@ NOT_RULES = [
     "the timer fires every 15 minutes, so it can't physically run more than 4 times an hour.",
     "at the biggest font the OK button sits below the sheet and you can't reach it.",
     "2 bed, top floor, three flights of stairs.",
+    # what someone had to do; "I won't" of time; a list whose ", not" is about a problem
+    "the plumber had to come back twice because the part was wrong.",
+    "I won't have time to look at it before Friday.",
+    "the snubber can go on Dana's list for rev D, not my problem today.",
+    "subject lines end without a full stop.",
 ]
 
 
@@ -241,6 +251,33 @@ def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
     assert state["critical_replaced"] == [
         [1, 3, "please write the report in a formal tone, full sentences, no slang"]
     ]
+
+
+def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
+    """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
+    share one word; "forget the train, we're flying" drops a choice, not a rule, and
+    makes no item. (Written for this test.)"""
+    state = _user_says(
+        "8,000 is the absolute ceiling for the kitchen.",
+        "Which means the ceiling is now 9,500, and that is the final number.",
+        "forget the train, we're flying to Porto on the 3rd.",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live == ["Which means the ceiling is now 9,500, and that is the final number."]
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]
+
+
+def test_a_pasted_listing_is_no_rule_and_a_fragment_goes_with_its_rule() -> None:
+    listing = (
+        "here's what the app lists near us:\n\n"
+        "Elm St no. 12 — 2 x post charger — Type 2, 7 kW AC — 45p/kWh — max stay 4 h\n"
+        "Depot car park — 6 x 22 kW AC — 30p/kWh — max stay 3 h"
+    )
+    assert detect("user", listing) == []
+    item = (
+        "The one thing I won't do is park on the verge. Not with the hazards on, not for a minute."
+    )
+    assert core(item) == item
 
 
 def test_a_briefs_list_is_one_instruction_with_the_line_that_leads_into_it() -> None:

@@ -117,6 +117,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\w*\s*[\U0001f389\u2705\u2714]))",
         ),
     ),
+    # a fix called so: "I'll call that one fixed", "call it solved"
+    (
+        "resolution",
+        ("call",),
+        _rx(
+            r"\bcall(?:ing)? (?:it|that|this|that one|this one) (?:fixed|sorted|solved|resolved)\b"
+            r"(?![^.;!?]{0,30}\b(?:once|when|if|after|as soon as|until)\b)"  # not yet
+        ),
+    ),
     (
         "resolution",
         ("did it", "did the trick", "was it"),
@@ -207,6 +216,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\b(?:is|are|'s|'re|that'?s|it'?s|now|then) (?:\w+ )?off the table\b",
             r"\b(?!(?:card|payment|transaction|charge|call|invite)s?\b)[\w-]+ declined\s*(?:[.!]|$)",
+        ),
+    ),
+    # an offer turned down: "we're walking away from the Kona", "we'll pass on that one"
+    (
+        "rejection",
+        ("walk", "pass on", "passing on"),
+        _rx(
+            r"\b(?:we|i)(?:'re| are|'m| am|'ll| will|'ve| have)? (?:just )?"
+            r"(?:walk(?:ing|ed)? away from|pass(?:ing)? on)\b"
         ),
     ),
     # an option dropped for now: "no carbon shoe this time", "no new laptop this year"
@@ -330,6 +348,27 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
     ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
+    # an offer taken: "We're buying the e-Niro", "4,400? we'll take it"
+    (
+        "decision",
+        ("buying", "take"),
+        _rx(
+            r"\b(?:we|i)(?:'re| are|'m| am) buying (?:it|them|that|this|the)\b",
+            r"\b(?:we|i)(?:'ll| will) take (?:it|them|that|that one|this one|the (?:offer|deal))"
+            r"\b(?! (?:to|from|with|out|off|back|up|easy|slow|as|if|into)\b)",
+        ),
+    ),
+    # an earlier choice dropped and another said: "forget the finance, we're paying cash"
+    (
+        "decision",
+        ("forget",),
+        _rx(
+            r"(?:^|[.;!]\s*|,\s*(?:so|ok(?:ay)?|yeah|right)?\s*)forget (?:about )?(?:the|that)\b"
+            # a rule changed ("forget the lowercase thing I said, ... from now on") is an
+            # item of the critical block, not a decision
+            r"(?![^.;!?]*\b(?:from now on|i said|i asked|i wrote|earlier)\b)"
+        ),
+    ),
     # a mind changed, said so: "I'm changing my mind. Not Tessel. Brightwater: ..."
     (
         "decision",
@@ -396,6 +435,7 @@ CONFIRMATION = _rx(
     r"^(?:yes|yep|exactly|correct|agreed|lgtm)[.!]?$",
     r"^(?:sounds|looks)\s+(?:good|great|right)\b[^?]*$",
     r"^that'?s\s+(?:right|correct|exactly it|exactly right)\b",
+    r"^that'?ll do\b(?!\s*(?:for|it)\b)",
 )
 QUESTION_START = _rx(
     r"^(?:did|does|do|is|are|has|have|should|could|would|can|will|was|were|why|how|what|which|"

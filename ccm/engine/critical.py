@@ -117,6 +117,14 @@ CUES: tuple[Cue, ...] = (
         r"\bnon[- ]?negotiable|\bnot negotiable",
     ),
     _cue("flag", "exception exceptions", r"\bno exceptions?\b"),
+    # said as the last word on it: "between 21:00 and 05:00, full stop", "not a penny over"
+    _cue(
+        "flag",
+        "stop story ifs penny cent pound euro dollar minute",
+        r"(?<!\bno )(?<!\bwithout )(?<!\bwithout a )(?<!\bwith a )\bfull stop\b|"
+        r"\bend of story\b|\bno ifs\b|"
+        r"\bnot (?:a|one) (?:penny|cent|pound|euro|dollar|minute) (?:more|over|above|later)\b",
+    ),
     _cue("flag", "mandatory", r"\bmandatory\b"),
     _cue("flag", "times", r"\bat all times\b"),
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
@@ -209,10 +217,11 @@ CUES: tuple[Cue, ...] = (
     _cue("deontic", "must mustn't", r"\bmust(?:n'?t| not| never| always| only)?\b"),
     _cue(
         "deontic",
-        "has have had need needs",
-        # not its negation: "you don't need to restart it" lays down nothing
+        "has have need needs",
+        # not its negation: "you don't need to restart it" lays down nothing; nor what
+        # someone had to do ("Callum had to take the door off the crate"): that happened
         r"(?<!don't )(?<!dont )(?<!doesn't )(?<!do not )(?<!didn't )(?<!won't )"
-        r"\b(?:has|have|had|needs?) to\b",
+        r"\b(?:has|have|needs?) to\b",
         requires=(" to ",),
     ),
     # not an offer or a question: "shall I", "shall we", "I'll just rebuild it, shall I"
@@ -232,7 +241,9 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "deontic",
         "goes go belongs belong lives live",
-        r"\b(?:goes|go|belongs?|lives?) (?:in|into|on|to) [^.;]{1,40}, not\b",
+        r"\b(?:goes|go|belongs?|lives?) (?:in|into|on|to) [^.;]{1,40}, not\b"
+        # not "the snubber can go on Dmitri's list, not my problem today"
+        r"(?! (?:my|our|your|his|her|their|sure|yet|really|that|now|quite|much|so|too)\b)",
         requires=(", not",),
     ),
     _cue(
@@ -313,6 +324,16 @@ CUES: tuple[Cue, ...] = (
         r"\bnothing (?:you|of yours|from you)\b[^.;]{0,30}?\b(?:touch\w*|points? (?:at|to)|"
         r"talks? to|hits?|goes (?:to|near)|runs? (?:against|on)|writes? to)\b",
         requires=("nothing",),
+    ),
+    # a refusal of one's own: "the one thing I will not do is run a cable across the
+    # pavement", "we won't buy anything without a report" (not "I won't have time")
+    _cue(
+        "order",
+        "not won't wont refuse",
+        r"\bthe (?:one|only) thing (?:i|we)(?:'ll| will)? (?:will not|won'?t|refuse to|don'?t|"
+        r"do not|never)\b|\b(?:i|we) (?:will not|won'?t|refuse to) (?:ever )?(?:do|run|use|pay|"
+        r"buy|fly|drive|book|accept|sign|eat|drink|allow|let|rent|share|lend|put up with)\b",
+        requires=("not", "won", "refuse"),
     ),
     # what may not be touched at all
     _cue(
@@ -416,6 +437,15 @@ CUES: tuple[Cue, ...] = (
         r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
         _OPENS_LIMIT,
         _NUMBERS,
+    ),
+    # a limit named and set: "the ceiling is 9 mA average", "the cap is now £16,500";
+    # one kept to: "and we don't go over it"
+    _cue(
+        "bound",
+        "ceiling cap limit budget maximum max floor go spend",
+        r"\b(?:the|our|my|his|her|their) (?:ceiling|cap|limit|budget|maximum|max|floor) "
+        r"(?:is|stays|remains) (?:now |still )?(?:about |around |roughly )?[\d\u20ac$\u00a3]|"
+        r"\b(?:we|i) (?:don'?t|do not|never) (?:go|spend|run) (?:over|above|past|beyond)\b",
     ),
     # a limit on a change: "increase the mileage by no more than 10% a week"
     _cue(
@@ -556,7 +586,8 @@ REPLACE = re.compile(
 QUESTION = re.compile(
     r"\?\s*(?:\W\s*)?$|^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
     r"(?:can|could|would|will|should|shall|do(?! not\b)|does|did|is|are|was|were|have|has|what|why|"
-    r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|which|who|"
+    r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|"
+    r"which(?! (?:means|is why)\b)|who|"
     r"where|when|any idea|i wonder)\b"
 )
 HEDGE = re.compile(
@@ -692,6 +723,9 @@ KINDS = {  # the kind an item is, by its strongest cue
 SHORT_SENTENCES, SHORT_CHARS = 4, 400
 ANAPHOR = re.compile(
     r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b|"
+    r"^(?:\W*(?:and|so)\W+)?i (?:really )?mean (?:it|that)\b|"  # "I mean it this time."
+    # a fragment that goes on with the rule before it: "Not with a cable protector, ..."
+    r"^not (?:with|at|in|on|for|even|a|an|the|one|by|from|until|before|after|\d)|"
     r"\b(?:on|about|with|to) (?:that|this)\W*$"  # "He's pretty firm on that."
 )
 ITEM_CHARS = 600
@@ -733,10 +767,21 @@ def _unquoted(line: str) -> str:
     return line
 
 
+# a line of a pasted listing: fields between dashes or bars, most of them figures
+# ("Cranbrook Rd o/s no. 41 — 2 x lamp-post charger — 5.5 kW AC — 49p/kWh")
+_FIELD = re.compile(r"\s[—–|·]\s")
+_FIGURE = re.compile(r"\d[\d,.]*")
+
+
+def _is_listing(line: str) -> bool:
+    return len(_FIELD.findall(line)) >= 3 and len(_FIGURE.findall(line)) >= 4
+
+
 def _is_prose(line: str) -> bool:
-    """A line a person wrote (or quoted), not pasted code, a log or command output."""
+    """A line a person wrote (or quoted), not pasted code, a log, command output or a
+    listing."""
     stripped = _unquoted(line).strip()
-    if not stripped or _CODE_LINE.match(stripped):
+    if not stripped or _CODE_LINE.match(stripped) or _is_listing(stripped):
         return False
     if not _SYMBOLS.search(stripped):
         return True  # words and punctuation only
@@ -1004,6 +1049,13 @@ def subject(text: str) -> set[str]:
     return set(terms(text))
 
 
+def only_replaces(text: str) -> bool:
+    """Whether all `text` says as a rule is that something earlier is dropped ("forget
+    the finance, we're paying cash"): a rule only when it replaces one."""
+    cues = {cue for score, cue in map(rule_score, sentences(text)) if score >= THRESHOLD}
+    return cues == {"replace"}
+
+
 def changes(text: str) -> bool:
     """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer")."""
     lower = text.lower()
@@ -1025,7 +1077,15 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
     shared = len(a & b)
     # "forget what I said about console" names what it replaces: two terms in common do
     explicit = RETRACTS.search(later.lower()) is not None
-    return shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b)))
+    if shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b))):
+        return True
+    # a limit set anew: "the ceiling is now £16,500" replaces "£15,000 is the absolute
+    # ceiling", whatever else each says
+    bound = set(_BOUND_NOUN.findall(later.lower())) & set(_BOUND_NOUN.findall(earlier.lower()))
+    return bool(bound) and bool(_FIGURE.search(later)) and bool(_FIGURE.search(earlier))
+
+
+_BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
 
 
 FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")

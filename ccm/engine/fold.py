@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 15
+STATE_VERSION = 16
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -673,17 +673,22 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     again = len(about) >= 2 and same in state["critical_subjects"]
     state["critical_subjects"][same] = turn
     change = critical.changes(text)
+    replaced = None
     for item in reversed(state["critical"][-CRITICAL_COMPARED:] if change or again else ()):
         if item.get("superseded_by") or item["turn"] == turn:
             continue
         if (again and critical.subject(item["text"]) == about) or (
             change and critical.replaces(text, item["text"], about)
         ):
-            item["superseded_by"] = turn
-            state["critical_rev"] += 1
-            state["critical_replaced"].append([item["turn"], turn, item["text"]])
-            del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+            replaced = item
             break
+    if replaced is None and critical.only_replaces(text):
+        return  # "forget the finance, we're paying cash": a choice, no rule changed
+    if replaced is not None:
+        replaced["superseded_by"] = turn
+        state["critical_rev"] += 1
+        state["critical_replaced"].append([replaced["turn"], turn, replaced["text"]])
+        del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
     state["critical"].append(
         {
             "id": f"crit_{len(state['critical']) + 1}",
