@@ -337,3 +337,42 @@ def test_the_recap_after_a_pause_concludes_nothing_new() -> None:
     paused = [("user", "right I'm wrecked, that'll do for tonight. night!")]
     assert detect(9, "assistant", recap, paused) is None
     assert detect(9, "assistant", recap, [("user", "ok, what's left?")]) is not None
+
+
+OPTIONS = (
+    "assistant",
+    "The image is 99% full. The options:\n\n"
+    "1. **Bigger partition**: change the layout, which you ruled out.\n"
+    "2. **Drop the shell**: saves 9 KiB but we lose the console.\n"
+    "3. **Protobuf instead of JSON**: saves about 14 KiB net. The decoder is generated.",
+)
+
+
+@pytest.mark.parametrize(
+    ("reply", "chosen"),
+    [
+        ("the layout is frozen and I need the console. So protobuf.", "Protobuf instead of JSON"),
+        ("Drop the shell. nobody uses it in the field", "Drop the shell"),
+        ("ok, protobuf then", "Protobuf instead of JSON"),
+        ("Bigger partition is off limits, you know that", None),  # turned down
+        ("protobuf? how big is the decoder", None),  # asked about
+        ("hmm, I'm not sure about any of them yet. what does the shell cost us", None),
+    ],
+)
+def test_an_option_the_answer_laid_out_is_chosen_by_naming_it(
+    reply: str, chosen: str | None
+) -> None:
+    """A reply naming one of the options an answer listed in bold decides it; its
+    statement says the option as the answer did. (Written for this test.)"""
+    found = detect(7, "user", reply, OPTIONS)
+    if chosen is None:
+        assert found is None or found.kind != "decision" or chosen not in found.text
+        assert found is None or "option" not in found.reason
+    else:
+        assert found is not None and found.kind == "decision", reply
+        assert chosen in found.text and found.turn == 7
+
+
+def test_mostly_done_is_not_done() -> None:
+    assert detect(5, "user", "thank you, it's mostly done now", PLAN) is None
+    assert detect(5, "user", "the move is largely finished, only the loft left", PLAN) is None

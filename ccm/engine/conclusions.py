@@ -488,7 +488,8 @@ RUNNING = re.compile(
     r"\b(?:run|build|job|check|checks|pipeline|ci) (?:has |have )?(?:just )?started\b"
 )
 NOT_DONE = _rx(
-    r"\b(?:not|almost|nearly|half|isn'?t|aren'?t|once|when|if|until|till)\s+(?:[\w']+\s+)?"
+    r"\b(?:not|almost|nearly|half|mostly|partly|largely|isn'?t|aren'?t|once|when|if|until|till)"
+    r"\s+(?:[\w']+\s+)?"
     r"(?:done|finished|fixed|merged)\b",
     r"\b(?:done|fixed|merged)\s*,?\s+(?:except|apart from|but|save for)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
@@ -607,6 +608,50 @@ def specifics(text: str) -> int:
     )
 
 
+# an option an answer lays out as an item of a list, led by its name in bold:
+# "1. **Roll them back to 1.3.2**: put the manifest back ..."
+_OPTION = re.compile(
+    r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\*\*([^*\n]{2,80})\*\*([^\n]*)", re.MULTILINE
+)
+_CHOOSING = re.compile(
+    r"^(?:(?:so|ok(?:ay)?|then|right|fine|yes|yeah|go with|do|let'?s do)\b[\s,]*)*"
+)
+_NOT_CHOSEN = re.compile(
+    r"\b(?:not|no|never|without|off[- ]limits|out|frozen|nope|won'?t|can'?t|isn'?t|doesn'?t|"
+    r"don'?t|rather not)\b|n't\b"
+)
+CHOSEN_WORDS = 5  # a choice named alone: "So CBOR.", "Roll them back."
+
+
+def option_chosen(sentence: str, answer: str) -> str | None:
+    """The option of those `answer` lays out (two or more, each a list item led by its
+    name in bold) that `sentence`, a short reply, names by the first word of its name
+    (a word no other option's name starts with): "So CBOR." after "3. **CBOR instead of
+    JSON**: saves about 15 KiB". The option as the answer says it (its name and the
+    first sentence after it); None when it names none, or turns one down ("Bigger slot
+    is off limits")."""
+    options = _OPTION.findall(answer)
+    if len(options) < 2:
+        return None
+    names = [" ".join(name.split()) for name, _ in options]
+    said_of = {
+        name: plain(name + (sentences(rest)[0] if rest.strip() else ""))
+        for name, (_, rest) in zip(names, options, strict=True)
+    }
+    lower = sentence.lower().strip().rstrip(".!")
+    said = _CHOOSING.sub("", lower)
+    words = said.split()
+    if not words or len(words) > CHOSEN_WORDS or _NOT_CHOSEN.search(said) or lower.endswith("?"):
+        return None
+    firsts = [name.lower().split()[0].strip(",.:;") for name in names]
+    chosen = [
+        name
+        for name, first in zip(names, firsts, strict=True)
+        if firsts.count(first) == 1 and words[0].strip(",.:;") == first
+    ]
+    return said_of[chosen[0]] if len(chosen) == 1 else None
+
+
 def lead(text: str, limit: int = 2) -> str:
     """What a proposal or finding says: its first sentences that state something (a
     heading, a question or a line of code is skipped), markdown removed."""
@@ -671,7 +716,13 @@ def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> s
     if rich and not accepting:
         return said
     accepted = next((t for role, t in reversed(before) if role == "assistant"), None)
-    found = lead(accepted) if accepted else ""
+    # of an answer that laid out options, the one the turn names ("ok, protobuf then")
+    named = (
+        next(filter(None, (option_chosen(s, accepted) for s in sentences(said)[:3])), None)
+        if accepted and "**" in accepted
+        else None
+    )
+    found = named or (lead(accepted) if accepted else "")
     if not found or not said:
         return clip(found or said)
     if accepting:  # what is accepted says what; the acceptance follows
@@ -736,7 +787,8 @@ def detect(
     if "on my " in lower and OWN_MACHINE.search(lower):
         return None
     hits = set(_SCAN[role].findall(lower))
-    if not hits and not (confirming and CONFIRMATION.search(lower[:80])):
+    offered = confirming and "**" in before[-1][1]  # options laid out, one may be named
+    if not hits and not offered and not (confirming and CONFIRMATION.search(lower[:80])):
         return None
     if role == "assistant" and last_role == "user" and PAUSE.search(before[-1][1].lower()):
         return None  # the recap that answers "that'll do for tonight" settles nothing new
@@ -796,7 +848,21 @@ def detect(
             return found if kind == "resolution" or done is None else done
     if done is not None:
         return done
-    if confirming:
+    if offered:  # one of the options the answer laid out, named: "So CBOR."
+        for index, sentence in enumerate(originals[:4]):
+            option = option_chosen(_unmasked(sentence, spans), before[-1][1])
+            if option is not None and not HEDGE.search(sentence.lower()):
+                said = _unmasked(own_words(originals, index), spans)
+                return Conclusion(
+                    clip(f"{said} \u2014 {option}"),
+                    turn,
+                    "decision",
+                    CONFIDENCE["decision"],
+                    f"user chose the option '{option}' the answer before laid out",
+                    role,
+                    said,
+                )
+    if confirming and (hits or CONFIRMATION.search(lower[:80])):
         match = CONFIRMATION.search(parts[0] if parts else "")
         if (
             match
