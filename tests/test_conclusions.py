@@ -373,6 +373,17 @@ def test_an_option_the_answer_laid_out_is_chosen_by_naming_it(
         assert chosen in found.text and found.turn == 7
 
 
+def test_a_pasted_record_concludes_nothing_but_a_date_range_is_no_record() -> None:
+    """A record pasted from a service ("Inspection 3 May 2025 — PASS — Odometer
+    61,400") holds a cue word and says nothing settled; a booking with a date range
+    written with an en dash is the user's own sentence. (Written for this test.)"""
+    record = "hold on\n\nInspection 3 May 2025 — PASS — Odometer 61,400 km\n\nhuh, not 40k"
+    assert detect(5, "user", record, PLAN) is None
+    booked = "Booked both, free cancellation: Hotel Oria 2 – 6 June, Casa Lume 6 – 9 June."
+    found = detect(5, "user", booked, PLAN)
+    assert found is not None and found.kind == "task"
+
+
 def test_mostly_done_is_not_done() -> None:
     assert detect(5, "user", "thank you, it's mostly done now", PLAN) is None
     assert detect(5, "user", "the move is largely finished, only the loft left", PLAN) is None

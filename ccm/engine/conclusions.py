@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ccm.engine.text import sentences, terms
+from ccm.engine.text import is_record, sentences, terms
 
 CONFIDENCE = {
     "decision": 0.85,
@@ -804,8 +804,8 @@ def detect(
         cues = [
             CUES[i][::2] for i in sorted(wanted) if role == "user" or CUES[i][0] in ASSISTANT_KINDS
         ]
-        if not cues or HEDGE.search(sentence):
-            continue
+        if not cues or HEDGE.search(sentence) or is_record(sentence):
+            continue  # (a pasted record: "MOT test 14 October 2025 — PASS — ...")
         if index and PREDICTION.search(parts[index - 1]):
             continue  # "they'll obviously go to 70. salary sorted.": not yet
         following = parts[index + 1] if index + 1 < len(parts) else ""

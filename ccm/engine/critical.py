@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ccm.engine.text import sentences, terms
+from ccm.engine.text import is_record, sentences, terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
 
@@ -767,21 +767,11 @@ def _unquoted(line: str) -> str:
     return line
 
 
-# a line of a pasted listing: fields between dashes or bars, most of them figures
-# ("Cranbrook Rd o/s no. 41 — 2 x lamp-post charger — 5.5 kW AC — 49p/kWh")
-_FIELD = re.compile(r"\s[—–|·]\s")
-_FIGURE = re.compile(r"\d[\d,.]*")
-
-
-def _is_listing(line: str) -> bool:
-    return len(_FIELD.findall(line)) >= 3 and len(_FIGURE.findall(line)) >= 4
-
-
 def _is_prose(line: str) -> bool:
     """A line a person wrote (or quoted), not pasted code, a log, command output or a
     listing."""
     stripped = _unquoted(line).strip()
-    if not stripped or _CODE_LINE.match(stripped) or _is_listing(stripped):
+    if not stripped or _CODE_LINE.match(stripped) or is_record(stripped):
         return False
     if not _SYMBOLS.search(stripped):
         return True  # words and punctuation only
@@ -1082,10 +1072,11 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
     # a limit set anew: "the ceiling is now £16,500" replaces "£15,000 is the absolute
     # ceiling", whatever else each says
     bound = set(_BOUND_NOUN.findall(later.lower())) & set(_BOUND_NOUN.findall(earlier.lower()))
-    return bool(bound) and bool(_FIGURE.search(later)) and bool(_FIGURE.search(earlier))
+    return bool(bound) and bool(_DIGIT.search(later)) and bool(_DIGIT.search(earlier))
 
 
 _BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
+_DIGIT = re.compile(r"\d")
 
 
 FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")

@@ -154,6 +154,18 @@ def prose(text: str) -> str:
     return text
 
 
+# a line of a pasted record or listing: fields between dashes or bars, figures in them
+# ("MOT test 14 October 2025 — PASS — Mileage 84,210 miles")
+_FIELD = re.compile(r"\s[\u2014|\u00b7]\s")  # (not an en dash: "27 Sept \u2013 1 Oct" is a range)
+_FIGURE = re.compile(r"\d[\d,.]*")
+
+
+def is_record(line: str) -> bool:
+    """Whether `line` is a line of pasted data (a record, a listing), not a sentence a
+    person wrote: two or more field separators and three or more figures."""
+    return len(_FIELD.findall(line)) >= 2 and len(_FIGURE.findall(line)) >= 3
+
+
 def sentences(text: str) -> list[str]:
     """Sentences and lines of `text`, stripped, without empty ones."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
