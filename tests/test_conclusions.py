@@ -136,6 +136,22 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             PLAN,
             "confirmation",
         ),
+        # idioms of a fix, a rejection, a decision and a task done
+        ("user", "develop's green again. that one cost me a weekend", FIX, "resolution"),
+        ("user", "nice. that's the flicker properly dead then", FIX, "resolution"),
+        ("user", "fine. the monorepo plan is binned, too much churn", PLAN, "rejection"),
+        ("user", "no to the second server, not this year.", PLAN, "rejection"),
+        ("user", "the coach option's a no, my knees won't take six hours", PLAN, "rejection"),
+        ("user", "scrap the raffle idea. nobody wants to sell tickets", PLAN, "rejection"),
+        ("user", "he's right, so encryption stays on. keys rotate yearly.", PLAN, "decision"),
+        ("user", "yes to that. the blue ones, 200 of them, invoice to me", PLAN, "decision"),
+        (
+            "user",
+            "stewards at every gate, briefing at nine. that's the stewarding plan",
+            PLAN,
+            "decision",
+        ),
+        ("user", "£300 left over, kept aside. that's the budget put to bed", PLAN, "task"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -222,6 +238,11 @@ def test_conclusions_are_found(
         ("which one would you have picked?", PLAN),
         ("I'll call it fixed once the overnight run is clean", FIX),
         ("don't forget the charger when you go", PLAN),
+        # mock delight; a thing that stays somewhere; "that's the plan for" is no plan made
+        ("oh good, so the build just flips a coin now. that's that solved then", FIX),
+        ("oh brilliant. so it's a triumph then, ship it to everyone why don't we", FIX),
+        ("I've unplugged the tablet, it stays on the shelf overnight", PLAN),
+        ("what's the packing plan for the move?", PLAN),
         ("forget the tabs thing I said earlier, spaces from now on", PLAN),
         ("we'll take it to the garage on Monday and see", PLAN),
         ("that'll do for tonight, I'm shattered", PLAN),

@@ -111,7 +111,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("fixed", "sorted", "solved"),
         _rx(
-            r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)? (?:fixed|sorted|solved)\b",
+            r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
+            r"(?: (?:properly|finally|really|well and truly|officially))? (?:fixed|sorted|solved)\b",
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
             r"(?:[a-z][\w-]*|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
@@ -135,6 +136,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("dead", "gone"),
         _rx(
+            r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
+            r"(?: (?:properly|finally|really|well and truly|officially))? (?:dead|gone)\b",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
             r"(?:gone|dead)\b",
             r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
@@ -161,7 +164,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("green", "pass"),
         _rx(
-            r"^(?:all |both |\d+/\d+ )?green\b|\b(?:tests?|ci|checks?|build|suite|pipeline|jobs?|"
+            r"^(?:all |both |\d+/\d+ )?green\b|"
+            r"\b(?:main|master|trunk|develop)(?:'s| is)(?: all| back| finally)? green\b|"
+            r"\b(?:tests?|ci|checks?|build|suite|pipeline|jobs?|"
             r"runs?|everything|all|both)\b[^.;?]{0,30}\b(?:green|pass(?:es|ed|ing)?)\b"
             r"(?! (?:on my|locally|it\b))"
         ),
@@ -227,6 +232,30 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:walk(?:ing|ed)? away from|pass(?:ing)? on)\b"
         ),
     ),
+    # an option thrown out or turned down in so many words: "pt-osc is binned", "no to the
+    # new box", "river's a no", "cancel the clock idea"
+    (
+        "rejection",
+        (
+            "binned",
+            "ditched",
+            "scrapped",
+            "shelved",
+            "canned",
+            "no to",
+            "a no",
+            "non-starter",
+            " idea",
+            " plan",
+            " option",
+        ),
+        _rx(
+            r"\b[\w.-]+(?: [\w.-]+)? (?:is|'s|are|'re|gets?) (?:binned|ditched|scrapped|shelved|canned)\b",
+            r"(?:^|[.;!]\s*)(?:so |then |ok(?:ay)?,? |and )?no to (?:the|a|an|that|this|both)\b",
+            r"\b[\w-]+(?:'s| is) a (?:no|hard no|non-starter)\b",
+            r"\b(?:cancel|scrap|bin|ditch|drop|forget) the [\w -]{1,20}? (?:idea|plan|option)\b",
+        ),
+    ),
     # an option dropped for now: "no carbon shoe this time", "no new laptop this year"
     (
         "rejection",
@@ -246,6 +275,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
+        ),
+    ),
+    # done, said with an idiom: "that's the budget put to bed", "the venue's in the bag"
+    (
+        "task",
+        ("put to bed", "squared away", "nailed down", "ticked off", "in the bag", "wrapped up"),
+        _rx(
+            r"\b(?:is|are|'s|'re|that'?s (?:the |our |my )?[\w-]+(?: [\w-]+)?) "
+            r"(?:put to bed|squared away|nailed down|ticked off|in the bag|wrapped up)\b"
         ),
     ),
     # a ticket closed: "merged, PLOT-511 closed", "closed the ticket"
@@ -343,11 +381,30 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
     (
         "decision",
-        ("the plan", "new plan", "final plan", "our plan", "revised plan"),
-        _rx(r"\bthat'?s (?:the|our) (?:new |final |revised )?plan\b(?! (?:for|to|if|b)\b)"),
+        ("the plan", "new plan", "final plan", "our plan", "revised plan", " plan"),
+        _rx(
+            r"\bthat'?s (?:the|our) (?:new |final |revised )?plan\b(?! (?:for|to|if|b)\b)",
+            # a plan named, said last: "... briefing at the hospice. that's the marshal plan"
+            r"\bthat'?s (?:the|our) (?:[\w-]+ ){1,2}plan\s*[.!]?$",
+        ),
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
     ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
+    # a setting kept, as a consequence: "so versioning stays on"
+    (
+        "decision",
+        ("stays",),
+        _rx(
+            r"(?:^|[,.;:]\s*|\b(?:so|then|ok|fine)\s+)(?:the )?(?!(?:it|he|she|they)\b)[\w-]+"
+            r"(?: [\w-]+)? stays (?:on|off|in|out|as (?:it )?is|put|where it is)(?=\s*(?:[,.;!]|$))"
+        ),
+    ),
+    # a proposal taken up in so many words: "yes to that", "yes to the second one"
+    (
+        "decision",
+        ("yes to",),
+        _rx(r"(?:^|[.;!]\s*)(?:ok(?:ay)?,? |so )?yes to (?:that|this|the|option|both)\b"),
+    ),
     # an offer taken: "We're buying the e-Niro", "4,400? we'll take it"
     (
         "decision",
@@ -505,6 +562,13 @@ NAMED_DONE = re.compile(
     r"everything|both|one|we|i|you|they|he|she)\b)[a-z][\w-]*(?:'s| is| are)? "
     r"(?:done|finished|complete|closed)\b"
 )
+# a turn that opens in mock delight: "oh brilliant. so the harmless bump broke it", "oh
+# good, so CI just rolls dice now"; or says so: "what could possibly go wrong"
+IRONIC_TURN = _rx(
+    r"^(?:oh|ah) (?:good|great|brilliant|wonderful|lovely|perfect|fantastic|joy|marvellous|"
+    r"super)\b[,.!]*\s+(?:so|now)\b",
+    r"\bwhat could possibly go wrong\b",
+)
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
 COUNTED = re.compile(
@@ -557,7 +621,7 @@ ACCEPTS = re.compile(
     r"numbers match|got it|clear)\b"
 )
 _FILLER_START = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes|yep|"
+    r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes(?! to\b)|yep|"
     r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
 
@@ -785,6 +849,8 @@ def detect(
     last_role = before[-1][0] if before else None
     confirming = role == "user" and last_role == "assistant"
     if "on my " in lower and OWN_MACHINE.search(lower):
+        return None
+    if role == "user" and IRONIC_TURN.search(lower):
         return None
     hits = set(_SCAN[role].findall(lower))
     offered = confirming and "**" in before[-1][1]  # options laid out, one may be named
