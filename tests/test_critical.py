@@ -101,6 +101,11 @@ RULES = [
     "the deposit is the last of it, not a penny more.",
     "The cap is 23 kg a bag, and we don't go over it.",
     "The one thing I won't do is drive the pass after dark.",
+    # what happens to nothing, a list of what may not appear, a limit on what gets through
+    "and nothing deploys on Fridays after 2pm, whatever the ticket says.",
+    "no names, no phone numbers, not in the notes and not in the tickets.",
+    "anything over 200 lines gets split into two reviews.",
+    "and while I think of it: every refund over 50 needs Priya's sign-off first.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -160,6 +165,8 @@ NOT_RULES = [
     "I won't have time to look at it before Friday.",
     "the snubber can go on Dana's list for rev D, not my problem today.",
     "subject lines end without a full stop.",
+    "nothing changed between the two runs, weird.",
+    "nobody knows why it started on Tuesday.",
 ]
 
 

@@ -325,6 +325,27 @@ CUES: tuple[Cue, ...] = (
         r"talks? to|hits?|goes (?:to|near)|runs? (?:against|on)|writes? to)\b",
         requires=("nothing",),
     ),
+    # what happens to nothing, or is done by nobody, said as the way things are: "nothing
+    # migrates on prod between 7am and 7pm", "nobody git pulls on those boxes"; a list of
+    # what may not appear: "no names, no email addresses, not in this chat"
+    _cue(
+        "order",
+        "nothing nobody no-one one no",
+        r"\bnothing (?!(?:changed|happened|works|worked|came|showed|matters|helped|else|seems|"
+        r"looks)\b)\w+s\b[^.;]{0,40}\b(?:between|before|after|during|until|unless|without|"
+        r"on prod|in prod|outside)\b|"
+        r"^(?:\W*(?:and|so|also)\W+)?(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
+        r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b|"
+        r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b",
+        requires=("nothing", "nobody", "no one", "no-one", ", no "),
+    ),
+    # a limit on what is let through as it is: "anything over 300 changed lines gets split"
+    _cue(
+        "bound",
+        "anything",
+        r"\banything (?:over|above|more than|bigger than|larger than|longer than|under|below) "
+        r"[\d\u20ac$\u00a3][^.;]{0,40}\b(?:gets?|goes|needs?|must|is)\b",
+    ),
     # a refusal of one's own: "the one thing I will not do is run a cable across the
     # pavement", "we won't buy anything without a report" (not "I won't have time")
     _cue(
@@ -591,9 +612,9 @@ QUESTION = re.compile(
     r"where|when|any idea|i wonder)\b"
 )
 HEDGE = re.compile(
-    r"\b(?:maybe|perhaps|probably|possibly|i think|i guess|i bet|pretty sure|i suppose|"
-    r"might|what if|suppose|imagine|hypothetically|in theory|not sure|no idea|i wonder|"
-    r"fun fact|i doubt)\b"
+    r"\b(?:maybe|perhaps|probably|possibly|i think(?! of (?:it|that|this)\b)|i guess|i bet|"
+    r"pretty sure|i suppose|might|what if|suppose|imagine|hypothetically|in theory|not sure|"
+    r"no idea|i wonder|fun fact|i doubt)\b"  # ("while I think of it: ..." is no guess)
 )
 # what each kind of cue weighs: a sentence whose cues weigh THRESHOLD states a rule
 CUE_WEIGHTS = {
