@@ -405,6 +405,21 @@ def test_a_pasted_record_concludes_nothing_but_a_date_range_is_no_record() -> No
     assert found is not None and found.kind == "task"
 
 
+def test_a_long_answer_is_read_by_whole_lines_not_a_line_cut_in_two() -> None:
+    """A long answer is read at its start and end; the cut falls at a line break, so
+    "When it's done: tag the release" is not read as "en it's done: ..." (a task
+    declared done). (Written for this test.)"""
+    steps = "\n".join(
+        f"{n}. run the migration check on box {n} and note the time." for n in range(40)
+    )
+    last = "When it's done: tag v3.1.0 and push the tags."
+    for shift in range(len(last)):  # wherever the cut falls in that line
+        after = "Still open: the letters to customers, " + "and the review of the next PR, " * 12
+        after = after[: 400 - len(last) + shift]
+        answer = f"The plan for tonight:\n{steps}\n{last}\n{after}"
+        assert detect(9, "assistant", answer, PLAN) is None, answer[-420:]
+
+
 def test_mostly_done_is_not_done() -> None:
     assert detect(5, "user", "thank you, it's mostly done now", PLAN) is None
     assert detect(5, "user", "the move is largely finished, only the loft left", PLAN) is None

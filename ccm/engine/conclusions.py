@@ -840,8 +840,12 @@ def detect(
     before = _before(previous)
     limit = LONG_TURN if role == "user" else LONG_ANSWER
     if len(text) > limit:
-        # conclusions open or close a long turn; its middle is code, logs or detail
-        text = text[: limit // 2] + "\n" + text[-limit // 2 :]
+        # conclusions open or close a long turn; its middle is code, logs or detail. Cut
+        # at line breaks: a line cut in two reads wrong ("When it's done:" as "en it's done:")
+        head, tail = text[: limit // 2], text[-limit // 2 :]
+        head = head[: head.rindex("\n")] if "\n" in head else head
+        tail = tail[tail.index("\n") + 1 :] if "\n" in tail else tail
+        text = head + "\n" + tail
     # what is quoted (a commit message, a command) is not said by the speaker; it is
     # kept for the statement ("Six tests pass (`WorkerTest` with a fake 401)")
     spoken, spans = _masked(text)
