@@ -501,20 +501,23 @@ def test_a_decision_that_says_instead_replaces_only_one_it_shares_a_subject_with
     assert by_turn[33]["status"] == "concluded"
 
 
+def _open_entry(turn: int, text: str) -> list[Any]:
+    """A user turn as the fold keeps it in an open segment, with the conclusion it states."""
+    from ccm.engine.conclusions import detect
+
+    found = detect(turn, "user", text)
+    return [turn, "user", text, None, 0, found.as_dict() if found else None, False]
+
+
 def test_a_decision_stays_its_segments_conclusion_when_the_work_is_reported_done() -> None:
     """ "decided: X" then "merged" in one segment: the topic was settled where it was
     decided; the merge is the work it decided, carried out. A fix confirmed after a
     task still replaces it. (Written for this test.)"""
-    from ccm.engine.conclusions import detect
     from ccm.engine.fold import segment_conclusion
 
-    def entry(turn: int, text: str) -> list[Any]:
-        found = detect(turn, "user", text)
-        return [turn, "user", text, None, 0, found.as_dict() if found else None, False]
-
-    decided = entry(3, "ok, decided: the dead-letter queue instead of the retry table.")
-    merged = entry(5, "Priya approved. merged. release it today")
-    fixed = entry(7, "that fixed it, the replays work now")
+    decided = _open_entry(3, "ok, decided: the dead-letter queue instead of the retry table.")
+    merged = _open_entry(5, "Priya approved. merged. release it today")
+    fixed = _open_entry(7, "that fixed it, the replays work now")
     assert merged[5]["kind"] == "task"
     assert segment_conclusion([decided, merged])["turn"] == 3
     assert segment_conclusion([merged, fixed])["turn"] == 7
@@ -524,17 +527,12 @@ def test_a_task_that_names_what_it_finishes_takes_the_segment_from_a_decision_on
     """ "Invoices first then" decides a step; "that's the quarter's books done" ends the
     topic, and when it says little itself its statement keeps the decision beside it.
     "merged it" names nothing: the decision stays. (Written for this test.)"""
-    from ccm.engine.conclusions import detect
     from ccm.engine.fold import segment_conclusion
 
-    def entry(turn: int, text: str) -> list[Any]:
-        found = detect(turn, "user", text)
-        return [turn, "user", text, None, 0, found.as_dict() if found else None, False]
-
-    step = entry(3, "ok, go with the invoices first, the receipts can wait till after lunch.")
-    books = entry(9, "balances to the cent. that's the quarter's books done.")
-    short = entry(9, "That section's done.")
-    merged = entry(9, "Dana approved and merged it")
+    step = _open_entry(3, "ok, go with the invoices first, the receipts can wait till after lunch.")
+    books = _open_entry(9, "balances to the cent. that's the quarter's books done.")
+    short = _open_entry(9, "That section's done.")
+    merged = _open_entry(9, "Dana approved and merged it")
     assert step[5]["kind"] == "decision" and books[5]["kind"] == "task"
     assert segment_conclusion([step, books])["turn"] == 9
     said = segment_conclusion([step, short])
