@@ -83,8 +83,16 @@ _WORD = re.compile(r"[^\W_]+")
 # kept whole besides its parts: "is_none_or", "run-0312b", "t3.medium", "6,699.70"
 _COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:(?:[_.-]|(?<=\d),(?=\d))[^\W_]++)+")
 _JOINS = frozenset("_.-,")
-# a join between two words of a compound (a full stop or a comma of prose joins nothing)
-_JOIN = re.compile(r"[_.\-](?<=[^\W_][_.\-])(?=[^\W_])|,(?<=\d,)(?=\d)")
+# a join between two words of a compound (a full stop or a comma of prose joins nothing);
+# one class first, so that the regex engine skips to where one may be (an alternation
+# is tried at every character)
+_JOIN = re.compile(r"[_.,\-](?:(?<=[^\W_][_.\-])(?=[^\W_])|(?<=\d,)(?=\d))")
+# the same patterns for ASCII text (nearly every turn), where they find the same: a
+# class such as [^\W_] is then a table lookup, not a Unicode lookup for each character
+# (a turn's words are found a fifth faster)
+_WORD_ASCII, _COMPOUND_ASCII, _JOIN_ASCII = (
+    re.compile(pattern.pattern, re.ASCII) for pattern in (_WORD, _COMPOUND, _JOIN)
+)
 _porter = snowballstemmer.stemmer("porter")
 
 
@@ -161,7 +169,8 @@ def term_counts(text: str) -> dict[str, int]:
     """The stemmed terms of `text` with their frequencies, its compounds whole, and
     the words of its camel-case names besides the names."""
     lower = text.lower()
-    counts = Counter(map(_STEMS.__getitem__, _WORD.findall(lower)))
+    words = (_WORD_ASCII if lower.isascii() else _WORD).findall(lower)
+    counts = Counter(map(_STEMS.__getitem__, words))
     if not _JOINS.isdisjoint(lower):
         counts.update(map(_folded, compound_words(lower)))
     if _CAMEL_AT.search(text):
@@ -231,14 +240,15 @@ def spelled_out(text: str) -> list[str]:
 def compound_words(lower: str) -> Iterator[str]:
     """The matches of `_COMPOUND` in `lower`, looked for only where `_JOIN` finds a
     join: `_COMPOUND` tried at every word costs a third more on prose."""
+    joins, compound = (_JOIN_ASCII, _COMPOUND_ASCII) if lower.isascii() else (_JOIN, _COMPOUND)
     end = -1  # where the last compound ended: a join before it was part of it
-    for join in _JOIN.finditer(lower):
+    for join in joins.finditer(lower):
         start = join.start()
         if start < end:
             continue
         while start > 0 and lower[start - 1].isalnum():  # back to its first word
             start -= 1
-        found = _COMPOUND.match(lower, start)
+        found = compound.match(lower, start)
         if found is not None:  # (always: a join has a word on each side)
             end = found.end()
             yield found.group()
