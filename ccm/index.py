@@ -421,12 +421,15 @@ def render_group(group: list[dict[str, Any]], clip: int | None = TOOL_CHARS) -> 
     The time once per exchange rather than per turn saves about a tenth of the tokens
     of a conversation while keeping every date a "when" question needs.
     """
-    lines = []
-    for position, turn in enumerate(group):
-        line = render_turn(turn, clip)
-        if position:
-            line = line.split("] ", 1)[1] if line.startswith("[") else line
-        lines.append(line)
+    return dated_once([render_turn(turn, clip) for turn in group])
+
+
+def dated_once(rendered: list[str]) -> list[str]:
+    """The rendered turns of an exchange as its lines (`render_group`): the time on the
+    first line only."""
+    lines = rendered[:1]
+    for line in rendered[1:]:
+        lines.append(line.split("] ", 1)[1] if line.startswith("[") else line)
     return lines
 
 
@@ -858,20 +861,27 @@ class Index:
         for group in groups:
             # an exchange in which tools ran is recalled turn by turn (role 'tools')
             worked = any(t["role"] == "tool" for t in group)
+            whole = [render_turn(turn, None) for turn in group]
+            # the exchange's lines are its turns as rendered whole (each turn is
+            # rendered once), but for a tool's output, clipped (as `render_group` does)
+            exchange = [
+                render_turn(turn) if turn["role"] == "tool" else text
+                for turn, text in zip(group, whole, strict=True)
+            ]
             units.append(
                 self._unit(
                     session,
                     "pair",
                     str(group[0]["turn"]),
                     group,
+                    "\n".join(dated_once(exchange)),
                     role="tools" if worked else "",
                 )
             )
             tools = tools or worked
             # single turns rank better (and are what an agent's exchange shows); a
             # tool's output is a turn too, whole (recalled, it is shown whole)
-            for turn in group:
-                text = render_turn(turn, None)
+            for turn, text in zip(group, whole, strict=True):
                 name = named_speaker(turn)
                 units.append(
                     self._unit(
@@ -1947,6 +1957,7 @@ def _not_the_same(new: list[Any], old: list[Any], block: int = 64) -> list[Any]:
     return changed
 
 
+@functools.lru_cache(maxsize=1024)  # every unit of a session has one of a few (a hash each)
 def _tag_column(kind: str, session: str) -> str:
     return f"{kind} {tag(kind, session)}"
 

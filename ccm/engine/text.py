@@ -78,7 +78,10 @@ def printable(text: str) -> str:
     """`text` for derived output (the index, the model's context): a lone surrogate,
     which JSON escapes can carry and UTF-8 cannot encode, becomes U+FFFD. The raw log
     keeps the original, losslessly."""
-    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+    # an ASCII text has none (and isascii reads a flag of the string, not its characters)
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def stem(word: str) -> str:
