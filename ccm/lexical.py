@@ -89,10 +89,13 @@ _JOINS = frozenset("_.-,")
 _JOIN = re.compile(r"[_.,\-](?:(?<=[^\W_][_.\-])(?=[^\W_])|(?<=\d,)(?=\d))")
 # the same patterns for ASCII text (nearly every turn), where they find the same: a
 # class such as [^\W_] is then a table lookup, not a Unicode lookup for each character
-# (a turn's words are found a fifth faster)
-_WORD_ASCII, _COMPOUND_ASCII, _JOIN_ASCII = (
-    re.compile(pattern.pattern, re.ASCII) for pattern in (_WORD, _COMPOUND, _JOIN)
+_COMPOUND_ASCII, _JOIN_ASCII = (
+    re.compile(pattern.pattern, re.ASCII) for pattern in (_COMPOUND, _JOIN)
 )
+# the words of ASCII text are what is left when all but its letters and digits are
+# spaces: `str.translate` and `str.split` find them in half the time of `_WORD.findall`
+# (which makes a match of each)
+_SPACED = {point: " " for point in range(128) if not chr(point).isalnum()}
 _porter = snowballstemmer.stemmer("porter")
 
 
@@ -169,7 +172,7 @@ def term_counts(text: str) -> dict[str, int]:
     """The stemmed terms of `text` with their frequencies, its compounds whole, and
     the words of its camel-case names besides the names."""
     lower = text.lower()
-    words = (_WORD_ASCII if lower.isascii() else _WORD).findall(lower)
+    words = lower.translate(_SPACED).split() if lower.isascii() else _WORD.findall(lower)
     counts = Counter(map(_STEMS.__getitem__, words))
     if not _JOINS.isdisjoint(lower):
         counts.update(map(_folded, compound_words(lower)))
