@@ -426,11 +426,12 @@ class Postings:
                 terms = [r[0] for r in held] + terms
                 rows = np.concatenate([np.array([r[1:] for r in held], dtype=POSTING), rows])
             vocabulary = _Numbering()
-            ids = np.array(list(map(vocabulary.__getitem__, terms)), dtype=np.int64)
+            ids = np.fromiter(map(vocabulary.__getitem__, terms), dtype=np.int64, count=len(terms))
             order = np.argsort(ids, kind="stable")  # by term, each term's turns in order
-            bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1))
+            by_term = rows[order]  # (each term's block is then a slice of it, not a copy)
+            bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1)).tolist()
             blocks = (
-                (term, rows[order[bounds[number] : bounds[number + 1]]])
+                (term, by_term[bounds[number] : bounds[number + 1]])
                 for term, number in vocabulary.items()
             )
             if last:  # the session has lists (or turns pending) to append to
