@@ -694,26 +694,20 @@ def option_chosen(sentence: str, answer: str) -> str | None:
     JSON**: saves about 15 KiB". The option as the answer says it (its name and the
     first sentence after it); None when it names none, or turns one down ("Bigger slot
     is off limits")."""
-    options = _OPTION.findall(answer)
-    if len(options) < 2:
-        return None
-    names = [" ".join(name.split()) for name, _ in options]
-    said_of = {
-        name: plain(name + (sentences(rest)[0] if rest.strip() else ""))
-        for name, (_, rest) in zip(names, options, strict=True)
-    }
     lower = sentence.lower().strip().rstrip(".!")
     said = _CHOOSING.sub("", lower)
     words = said.split()
     if not words or len(words) > CHOSEN_WORDS or _NOT_CHOSEN.search(said) or lower.endswith("?"):
         return None
-    firsts = [name.lower().split()[0].strip(",.:;") for name in names]
-    chosen = [
-        name
-        for name, first in zip(names, firsts, strict=True)
-        if firsts.count(first) == 1 and words[0].strip(",.:;") == first
-    ]
-    return said_of[chosen[0]] if len(chosen) == 1 else None
+    options = _OPTION.findall(answer)
+    if len(options) < 2:
+        return None
+    firsts = [name.lower().split()[0].strip(",.:;") for name, _ in options]
+    named = words[0].strip(",.:;")
+    if firsts.count(named) != 1:  # none, or more than one, start with it
+        return None
+    name, rest = options[firsts.index(named)]
+    return plain(" ".join(name.split()) + (sentences(rest)[0] if rest.strip() else ""))
 
 
 def lead(text: str, limit: int = 2) -> str:
