@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 21
+STATE_VERSION = 22
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -663,7 +663,6 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     key = " ".join(text.lower().split())
     if key in state["critical_keys"]:
         return
-    state["critical_keys"][key] = turn
     # a rule the user changes ("P0 now, not P1") replaces the latest live one it
     # restates; the change is kept in the state (working.yaml shows the latest ones). A
     # rule said again in the very same content words ("cents, keep them" after "keep
@@ -671,7 +670,6 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     about = critical.subject(text)
     same = " ".join(sorted(about))
     again = len(about) >= 2 and same in state["critical_subjects"]
-    state["critical_subjects"][same] = turn
     change = critical.changes(text)
     replaced = None
     for item in reversed(state["critical"][-CRITICAL_COMPARED:] if change or again else ()):
@@ -684,6 +682,8 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
             break
     if replaced is None and critical.only_replaces(text):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
+    state["critical_keys"][key] = turn  # (an item that is made: what it says, its subject)
+    state["critical_subjects"][same] = turn
     if replaced is not None:
         replaced["superseded_by"] = turn
         state["critical_rev"] += 1
