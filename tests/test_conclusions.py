@@ -152,6 +152,41 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             "decision",
         ),
         ("user", "£300 left over, kept aside. that's the budget put to bed", PLAN, "task"),
+        # a failure called dead with a contraction; "X: done"; an idiom closing the turn
+        (
+            "user",
+            "three reruns green on the shared runners. race's dead. merging #88",
+            FIX,
+            "resolution",
+        ),
+        ("user", "changelog posted, tag pushed. hotfix: done", PLAN, "task"),
+        (
+            "user",
+            "rolled out, dashboards show the new panel on all 4 nodes. squared away",
+            PLAN,
+            "task",
+        ),
+        ("user", "Labels printed and stuck on. Done, thanks!", PLAN, "task"),
+        # an answer taken as it stands; persuaded
+        ("user", "great, that's the summary for the board pack. copying it over", PLAN, "answer"),
+        ("user", "alright, you've convinced me. the thicker boards, then", PLAN, "confirmation"),
+        # a yes given; the other option taken; an option gone off; a plan called off
+        (
+            "user",
+            "the roofer came down to £4,100 and I've said yes, deposit's paid",
+            PLAN,
+            "decision",
+        ),
+        ("user", "rang the agency back. I've told them yes.", PLAN, "decision"),
+        ("user", "Dad said yes to the ground-floor room in the end.", PLAN, "decision"),
+        ("user", "the gas hob instead, the induction one needs a new circuit", PLAN, "decision"),
+        ("user", "after the test drive we've gone off the estate car.", PLAN, "rejection"),
+        (
+            "user",
+            'He read it and said "not a chance". So the Porto trip is off, sadly.',
+            PLAN,
+            "rejection",
+        ),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -246,6 +281,16 @@ def test_conclusions_are_found(
         ("forget the tabs thing I said earlier, spaces from now on", PLAN),
         ("we'll take it to the garage on Monday and see", PLAN),
         ("that'll do for tonight, I'm shattered", PLAN),
+        # a fix that holds only in practice; a yes still to come; "instead" asked; a
+        # plan praised in mockery; "off" as a state; done with something left
+        ("it works in practice, but the parser makes the same assumption", FIX),
+        ("if she says yes we'll book the ground-floor room", PLAN),
+        ("I said yes since she knows the team", PLAN),
+        ("the gas hob instead?", PLAN),
+        ("Oh, marvellous. Dev has decided. Genius plan, really.", PLAN),
+        ("can't think why nobody thought of it before, said nobody", PLAN),
+        ("so the heating is off at night, is that a problem?", PLAN),
+        ("done, but the second label is still missing", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],
@@ -423,3 +468,17 @@ def test_a_long_answer_is_read_by_whole_lines_not_a_line_cut_in_two() -> None:
 def test_mostly_done_is_not_done() -> None:
     assert detect(5, "user", "thank you, it's mostly done now", PLAN) is None
     assert detect(5, "user", "the move is largely finished, only the loft left", PLAN) is None
+
+
+def test_a_cue_that_closes_a_turn_saying_nothing_states_what_came_before_it() -> None:
+    """Written for this test: "ticked off" ends a turn that says what was done; an
+    acceptance at the end ("sorted, go with that") still says what it accepts."""
+    text = "merged, the new alert rules show up in grafana and the cap is 12 on all 3 hosts. ticked off"
+    found = detect(9, "user", text, PLAN)
+    assert found is not None and found.kind == "task"
+    assert "cap is 12 on all 3 hosts" in found.text
+    accepted = detect(
+        9, "user", "cups from the school, bins from the parish. sorted, go with that", PLAN
+    )
+    assert accepted is not None
+    assert "integer cents" in accepted.text  # what it accepts, the plan before it

@@ -106,6 +106,16 @@ RULES = [
     "no names, no phone numbers, not in the notes and not in the tickets.",
     "anything over 200 lines gets split into two reviews.",
     "and while I think of it: every refund over 50 needs Priya's sign-off first.",
+    # an order after a parenthesis; "only <verb> when"; rules named; whatever we end up doing
+    "check the queue (and as ever with payroll) don't copy salaries into the ticket.",
+    "retries stay quiet, only page the on-call when the fallback fails too.",
+    "and since we're on rules: I want every invoice approved by two people.",
+    "whatever we end up choosing, the old oak in the garden stays.",
+    # a limit moved; a deadline the work must meet; a note before it slips the mind
+    "the hosting cap goes up from 40 to 55 euros a month.",
+    "the image budget goes down to 150 kB per page.",
+    "the spare room has to be a usable office by 3 March, my contract starts then.",
+    "oh and one thing from Sam before I forget: the bikes stay in the shed.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -167,6 +177,10 @@ NOT_RULES = [
     "subject lines end without a full stop.",
     "nothing changed between the two runs, weird.",
     "nobody knows why it started on Tuesday.",
+    # a guess about a cause, a budget already spent, "one thing" asked
+    "it has to be a DNS problem, nothing else explains it.",
+    "the budget went on the new boiler last winter.",
+    "one thing: how long does the plaster take to dry?",
 ]
 
 

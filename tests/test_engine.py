@@ -550,3 +550,26 @@ def test_back_after_a_break_with_something_else_starts_a_segment(tmp_path: Path)
     manifest = store.read_derived("h03", "manifest.yaml", "manifest")
     starts = [s["raw_lines"][0] for s in manifest["segments"]]
     assert 52 in starts
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        "the starters are fine but what about the allergy list, Priya's nephew reacts badly "
+        "to sesame and walnuts?",
+        "sounds good but what about the wine, corkage fees, glasses and a licence for the bar?",
+    ],
+)
+def test_a_reply_that_takes_the_answer_and_asks_about_more_stays_in_its_topic(
+    follow_up: str,
+) -> None:
+    """Written for this test: after a choice is made, "X is fine but what about Y?" takes
+    the answer up and asks about more of the same thing, in new words; it opens nothing."""
+    lines = [
+        *WEDDING,
+        ("user", "ok, Green Table then. the three-course vegetarian menu."),
+        ("assistant", "Booked in principle: Green Table, three courses, 60 guests."),
+        ("user", follow_up),
+        ("assistant", "Green Table can do a nut-free cake and a children's plate at 18."),
+    ]
+    assert [s["raw_lines"][0] for s in _segments_of(lines)] == [1]

@@ -138,8 +138,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:dead|gone)\b",
-            r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
-            r"(?:gone|dead)\b",
+            r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error|flake|race|crash|"
+            r"deadlock|regression)s?(?:'s| is| are)? (?:gone|dead)\b",
             r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
         ),
     ),
@@ -186,6 +186,14 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ("answer", ("answers",), _rx(r"\bthat answers (?:it|my question|the question|that)\b")),
     ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
     ("answer", ("explains",), _rx(r"\bthat explains (?:it|a lot|everything|the)\b")),
+    (  # an answer taken as it stands: "perfect, that's the paragraph for the postmortem"
+        "answer",
+        ("that's the",),
+        _rx(
+            r"\bthat'?s (?:the|my|our|exactly the) (?:answer|explanation|paragraph|wording|"
+            r"reason|summary)\b(?=\s*(?:[,.;!]|$|for\b|i\b|we\b))"
+        ),
+    ),
     (
         "answer",
         ("good to know", "solved", "settles"),
@@ -214,6 +222,19 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b"),
     ),
     ("rejection", (" is out",), _rx(r"\b(?:hack|idea|approach|option|plan) is out\b")),
+    # gone off an option: "I've gone off them"; a plan called off: "So Leeds is off"
+    (
+        "rejection",
+        ("gone off",),
+        _rx(
+            r"\b(?:i|we|she|he|they)(?:'ve| have| has|'s) gone off (?:it|them|that|this|those|the)\b"
+        ),
+    ),
+    (  # (its triggers end in a mark: " off" would hide "off the table" from the scan)
+        "rejection",
+        ("off,", "off.", "off!", "off;"),
+        _rx(r"(?:^|[^\w\s,]\s*)so (?:the )?[\w-]+(?: [\w-]+)? (?:is|'s) off[,.!;]"),
+    ),
     # "relocation is off the table", "counter-offer declined"
     (
         "rejection",
@@ -270,7 +291,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "task",
         ("done", "finished", "complete", "shipped", "merged", "deployed", "in place"),
         _rx(
-            r"^(?:done|finished|completed|shipped|merged|deployed)\s*[:.!\-\u2014\u2705\u2714]",
+            r"^(?:done|finished|completed|shipped|merged|deployed)\s*(?:[:.!\-\u2014\u2705\u2714]|"
+            r",\s*(?:thanks?|thank you|cheers|ta)\b)",
+            # what was done, then "done" after a colon: "release cut: done", "docs: done."
+            r"^(?:[\w-]+ ){0,2}[\w-]+:\s*(?:done|finished|complete)\b(?=\s*(?:[,.;!\u2714\u2705]|$))",
             r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+(?:done|finished|completed|"
             r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
@@ -283,7 +307,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("put to bed", "squared away", "nailed down", "ticked off", "in the bag", "wrapped up"),
         _rx(
             r"\b(?:is|are|'s|'re|that'?s (?:the |our |my )?[\w-]+(?: [\w-]+)?) "
-            r"(?:put to bed|squared away|nailed down|ticked off|in the bag|wrapped up)\b"
+            r"(?:put to bed|squared away|nailed down|ticked off|in the bag|wrapped up)\b",
+            # the idiom alone, closing the turn: "... and 16 is live on all 6 pods. ticked off"
+            r"(?:^|[.;!]\s+)(?:and |so )?(?:ticked off|squared away|put to bed|wrapped up)"
+            r"\s*[.!]?$",
         ),
     ),
     # a ticket closed: "merged, PLOT-511 closed", "closed the ticket"
@@ -379,6 +406,34 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ),
     ),
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    # a yes given to an offer or a proposal: "I've said yes and sent him the deposit",
+    # "I've told her yes", "she said yes to room 14" (not "if she says yes")
+    (
+        "decision",
+        ("said yes", "told him yes", "told her yes", "told them yes"),
+        _rx(
+            r"\b(?:i|we)(?:'ve| have) (?:said|told (?:him|her|them)) yes\b(?! (?:but|if|when|once)\b)",
+            r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bunless )\b(?!(?:have|has|had|would|could|might|never|not)\b)[a-z]+ "
+            r"said yes to\b",
+        ),
+    ),
+    # the other one, taken: "high window instead, the solid wall version you listed"
+    (
+        "decision",
+        ("instead",),
+        _rx(
+            r"^(?:(?:ok(?:ay)?|so|fine|right)[, ]+)?(?:the |a |an )?[\w-]+(?: [\w-]+){0,2} instead"
+            r"(?=\s*(?:[,.;!\u2014]|$))"
+        ),
+    ),
+    # persuaded: "ok you've convinced me", "I'm sold"
+    (
+        "confirmation",
+        ("convinced", "persuaded", "sold"),
+        _rx(
+            r"\byou'?ve (?:convinced|persuaded) (?:me|us)\b|\b(?:i'?m|we'?re) sold\b(?! (?:on|that)\b)"
+        ),
+    ),
     (
         "decision",
         ("the plan", "new plan", "final plan", "our plan", "revised plan", " plan"),
@@ -524,7 +579,7 @@ FIXED_AFTER = re.compile(
 HEDGE = _rx(
     r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
     r"should be|should fix|should work|hopefully|fingers crossed|not celebrating|let'?s see|"
-    r"seems to|in theory|my bet|if (?:so|that)|we'?ll see|i hope)\b",
+    r"seems to|in theory|in practice|my bet|if (?:so|that)|we'?ll see|i hope)\b",
 )
 # what someone expects to happen, said as sure: a claim resting on it is premature
 PREDICTION = _rx(
@@ -568,6 +623,10 @@ IRONIC_TURN = _rx(
     r"^(?:oh|ah) (?:good|great|brilliant|wonderful|lovely|perfect|fantastic|joy|marvellous|"
     r"super)\b[,.!]*\s+(?:so|now)\b",
     r"\bwhat could possibly go wrong\b",
+    # praise that mocks: "Brilliant plan, really", "can't think why nobody else thought of it"
+    r"\b(?:brilliant|great|genius|wonderful|lovely|fantastic|marvellous) (?:plan|idea|move|"
+    r"thinking),? (?:really|there|as always)\b",
+    r"\bcan'?t (?:think|imagine|see) why (?:nobody|no one) (?:else )?(?:thought of|came up with)\b",
 )
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
@@ -744,11 +803,19 @@ def own_words(originals: list[str], index: int) -> str:
     # a cue that sums up what the turn just said ("...3 hours on the 16th. That's the
     # new plan."): the sentences before it say what
     sums_up = SUMS_UP.match(_FILLER_START.sub("", plain(originals[index])).lower())
-    for sentence in reversed(originals[max(0, index - 2) : index] if sums_up else []):
+    # ...or a cue that closes the turn saying nothing itself ("... live on all 6 pods.
+    # ticked off")
+    cue = originals[index]
+    closing = (
+        index == len(originals) - 1
+        and specifics(cue) < 2
+        and not ACCEPTS.search(cue.lower())  # "sorted, go with that" says what it accepts
+    )
+    for sentence in reversed(originals[max(0, index - 2) : index] if sums_up or closing else []):
         if specifics(" ".join(own)) >= RICH:
             break
         cleaned = _settling(sentence)
-        if not cleaned:
+        if not cleaned or (closing and not sums_up and specifics(cleaned) < 2):
             break
         own.insert(0, cleaned)
     return clip(" ".join(own) or plain(originals[index]))

@@ -36,8 +36,8 @@ from ccm.engine.text import is_record, sentences, terms
 # a clause opens at the start of a sentence or after a colon, dash, comma or "so/and"
 # a clause opens at the start of a sentence or after a colon, dash, comma or "so/and";
 # these are searched just before a cue that must open one
-_OPENS = re.compile(r"(?:[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
-_OPENS_STRICT = re.compile(r"(?:[:;,(\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
+_OPENS = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
+_OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
 _OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please)\s+)$")
 
 
@@ -102,7 +102,8 @@ CUES: tuple[Cue, ...] = (
         "flag",
         "rule rules",
         r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
-        r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb))",
+        r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
+        r"(?:on|about|re|more|some|two|few|my|our) rules\s*:\s*\w)",
     ),
     _cue(
         "flag",
@@ -132,7 +133,8 @@ CUES: tuple[Cue, ...] = (
         "flag",
         "whatever whichever",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
-        r"(?:we|you|i|they) (?:do|pick|choose|build|decide)|"
+        r"(?:we|you|i|they) (?:end up )?(?:do|doing|pick|picking|choose|choosing|build|"
+        r"building|decide|deciding|go with)|"
         r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
         r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b",
     ),
@@ -307,6 +309,14 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:wants|needs|expects)\b[^.;!?]{0,50}?\bby (?:(?:mon|tues|wednes|thurs|fri|satur|"
         r"sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|\d)",
     ),
+    # a deadline the work must meet: "the garage has to be a working studio by 1 September"
+    # (a bound, so that "has to be a", which reads as a guess, does not cancel it)
+    _cue(
+        "bound",
+        "has have needs need must",
+        r"\b(?:has|have|needs?) to be\b[^.;!?]{0,50}?\bby (?:(?:mon|tues|wednes|thurs|fri|"
+        r"satur|sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|\d)",
+    ),
     # what goes with a change: "if you touch go.mod, go mod vendor goes in the same commit"
     _cue(
         "deontic",
@@ -411,7 +421,8 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "order",
         "only",
-        r"\bonly (?:ever |use|touch|read|write|run|deploy|push|work|book|buy|pick|edit)",
+        r"\bonly (?:ever |use|touch|read|write|run|deploy|push|work|book|buy|pick|edit|log|"
+        r"alert|page|retry|merge|ship|release|restart|migrate|email|notify)",
         _OPENS_STRICT,
         tuple(
             f"only {verb}"
@@ -429,6 +440,17 @@ CUES: tuple[Cue, ...] = (
                 "buy",
                 "pick",
                 "edit",
+                "log",
+                "alert",
+                "page",
+                "retry",
+                "merge",
+                "ship",
+                "release",
+                "restart",
+                "migrate",
+                "email",
+                "notify",
             ]
         ),
     ),
@@ -466,7 +488,11 @@ CUES: tuple[Cue, ...] = (
         "ceiling cap limit budget maximum max floor go spend",
         r"\b(?:the|our|my|his|her|their) (?:ceiling|cap|limit|budget|maximum|max|floor) "
         r"(?:is|stays|remains) (?:now |still )?(?:about |around |roughly )?[\d\u20ac$\u00a3]|"
-        r"\b(?:we|i) (?:don'?t|do not|never) (?:go|spend|run) (?:over|above|past|beyond)\b",
+        r"\b(?:we|i) (?:don'?t|do not|never) (?:go|spend|run) (?:over|above|past|beyond)\b|"
+        # one moved: "our budget goes from 60 to 96", "the chunk budget goes down to 220 kB"
+        r"\b(?:the|our|my|his|her|their) (?:[\w-]+ ){0,2}(?:ceiling|cap|limit|budget|maximum|max|"
+        r"floor) (?:goes|went|drops|dropped|comes|came|moves|moved|is going|rises|rose)"
+        r"(?: up| down)?(?: from [^.;]{1,20}?)? to (?:about |around )?[\d\u20ac$\u00a3]",
     ),
     # a limit on a change: "increase the mileage by no more than 10% a week"
     _cue(
@@ -509,7 +535,9 @@ CUES: tuple[Cue, ...] = (
 FLAG_OPEN = re.compile(
     r"^(?:\W*(?:and|also|oh|so|but|btw|ok|okay|one more thing|one thing|just)\W+)*"
     r"(?:(?:very |super |really )?important|heads[- ]up|fyi|n\.b\.|careful|"
-    r"rule|constraint|requirement|reminder|caveat|one thing|ps|p\.s\.|remember|"
+    r"rule|constraint|requirement|reminder|caveat|ps|p\.s\.|remember|before i forget|"
+    # "one thing from Joel before I forget: the freezer stays in the garage"
+    r"one (?:more |last |other )?thing(?: (?:from|for) [\w']+)?(?: before i forget)?|"
     r"keep in mind|bear in mind|don'?t forget|for the record|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
 )
@@ -718,6 +746,7 @@ _OPEN_WORDS = frozenset(
         "don't",
         "record",
         "clear",
+        "forget",
     ]
 )
 # punctuation around words (not the apostrophe of "don't" or the hyphen of "cut-off")

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 22
+STATE_VERSION = 23
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -150,6 +150,12 @@ ASSISTANT_SHIFT = re.compile(
 )
 # a reply to what the assistant just asked
 REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
+# a reply that takes part of the answer and asks about more: "closed mondays is fine but
+# what about the holiday list?", "ok but what about the cron?"
+FOLLOW_UP = re.compile(
+    r"^(?:[\w' -]{0,40}\b(?:is|are|looks?|sounds?|seems?) )?(?:fine|good|ok(?:ay)?|great|right|"
+    r"clear)\b,? but (?:what about|how about|what if|does|do|is|are|can|will|then)\b"
+)
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
 LABEL = re.compile(r"^([a-z][\w#/+-]+)[.:]\s")
 # back from a break: with the pause, a likelier new topic
@@ -815,7 +821,9 @@ def _topic_score(
         shared = len(mine & set(answered[9]))
         if shared >= 3 or (shared >= 2 and shared >= 0.3 * len(mine)):
             score -= 1.0  # it takes up what the answer said
-        elif (answered[2].rstrip().endswith("?") or REPLY.match(head)) and cue != "shift":
+        elif (
+            answered[2].rstrip().endswith("?") or REPLY.match(head) or FOLLOW_UP.match(head)
+        ) and cue != "shift":
             score -= 1.0  # it answers the assistant's question (not by opening a topic)
     if rules and cue != "shift":
         score -= 1.0  # a rule for the work at hand, not a topic named first
