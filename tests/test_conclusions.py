@@ -291,6 +291,7 @@ def test_conclusions_are_found(
         ("can't think why nobody thought of it before, said nobody", PLAN),
         ("so the heating is off at night, is that a problem?", PLAN),
         ("done, but the second label is still missing", PLAN),
+        ("all six PRs are merged or open as described, the tag comes after review.", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],
@@ -482,3 +483,33 @@ def test_a_cue_that_closes_a_turn_saying_nothing_states_what_came_before_it() ->
     )
     assert accepted is not None
     assert "integer cents" in accepted.text  # what it accepts, the plan before it
+
+
+def test_a_choice_that_drops_the_earlier_one_by_name_supersedes_it() -> None:
+    """Written for this test: "drop hetzner." beside "Fly.io it is" reverses the earlier
+    "Hetzner then" though the two statements share only a few words."""
+    earlier = detect(2, "user", "ok, Hetzner then. one box in Falkenstein, backups nightly", PLAN)
+    text = (
+        "drop hetzner. not babysitting a box for one service. Fly.io it is, two machines in "
+        "Amsterdam and Paris, deploys from the GitHub action, backups nightly"
+    )
+    later = detect(9, "user", text, PLAN)
+    assert earlier is not None and later is not None
+    assert supersedes(with_reversals(later, text), earlier)
+
+
+def test_a_long_answer_read_at_its_end_starts_at_a_whole_word() -> None:
+    """Written for this test: the end of a long answer whose last line is longer than
+    what is read of it starts at a word of it, not inside one ("hings stand ...")."""
+    padding = "\n".join(
+        f"Step {n}: ran the checks for module {n} and wrote the notes down." for n in range(20)
+    )
+    last = (
+        "Where things stand overall after the whole afternoon of work on the billing service: "
+        + ", ".join(f"#{n} (module {n} of the refactor, reviewed by Ana)" for n in range(40, 48))
+        + " are all merged, and v3.1 is tagged and running on staging"
+    )
+    answer = padding + "\n\n" + last
+    found = detect(5, "assistant", answer, None)
+    assert found is not None and found.kind == "task"
+    assert found.text.split()[0] in answer.split()

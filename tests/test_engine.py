@@ -399,6 +399,7 @@ WEDDING = [
         [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
         [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
         [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
+        [("user", "On that: the florist rang back, so let's talk flowers: peonies or roses?")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -573,3 +574,22 @@ def test_a_reply_that_takes_the_answer_and_asks_about_more_stays_in_its_topic(
         ("assistant", "Green Table can do a nut-free cake and a children's plate at 18."),
     ]
     assert [s["raw_lines"][0] for s in _segments_of(lines)] == [1]
+
+
+def test_a_failure_that_opens_a_topic_of_its_own_leaves_the_last_fix_alone() -> None:
+    """Written for this test: right after "the export is fixed", "next fire. the invoice
+    mailer is broken" is another problem, not the fix failing; "the export
+    fails again" takes the fix back."""
+    fixed = [
+        ("user", "the nightly export keeps timing out on the big tenant, can you look?"),
+        ("assistant", "The batch was 50k rows; at 5k the run passes in four minutes."),
+        ("user", "ran it twice more, both green. the export is fixed \U0001f389"),
+        ("assistant", "Good. I'll keep the 5k batch and note it in the runbook."),
+    ]
+    other = [
+        *fixed,
+        ("user", "next fire. the invoice mailer is broken, stuck since Monday"),
+    ]
+    back = [*fixed, ("user", "ugh. the export failed again overnight, same timeout")]
+    assert _segments_of([*other, ("assistant", "Looking.")])[0]["status"] == "concluded"
+    assert _segments_of([*back, ("assistant", "Looking.")])[0]["status"] == "open"

@@ -604,6 +604,8 @@ NOT_DONE = _rx(
     r"\s+(?:[\w']+\s+)?"
     r"(?:done|finished|fixed|merged)\b",
     r"\b(?:done|fixed|merged)\s*,?\s+(?:except|apart from|but|save for)\b",
+    # a status of several things, some of them still open: "merged or open as described"
+    r"\b(?:done|finished|fixed|merged|deployed) or (?:open|not|pending|in progress|in review)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
     r"\b(?:nothing|none|neither)\b[^.;]{0,30}\b(?:done|finished|fixed|merged|deployed|shipped)\b",
     # what was done, named rather than declared: "the figures and what was done"
@@ -652,6 +654,7 @@ REVERSAL = _rx(
     r"\breplac\w+\b",
     r"\bforget\b",
     r"\bback to\b",
+    r"\b(?:drop|dropped|ditch|ditched|scrap|scrapped|abandon|abandoned)\b",
 )
 ACTION = _rx(
     r"\b(?:fix|fixed|change|changed|add|added|use|set|replace|replaced|switch|remove|removed|"
@@ -888,6 +891,13 @@ def _unmasked(text: str, spans: list[str]) -> str:
     return _MARKS.sub(lambda m: spans[ord(m.group()) - _MARK], text) if spans else text
 
 
+def _from_sentence(tail: str) -> str:
+    """The end of a long line from its first whole sentence (or word): a line cut
+    anywhere reads "hings stand overall: ..." for "Where things stand overall: ..."."""
+    found = re.search(r"[.!?]\s+(?=\S)", tail) or re.search(r"\s+(?=\S)", tail)
+    return tail[found.end() :] if found else tail
+
+
 def detect(
     turn: int,
     role: str,
@@ -905,7 +915,7 @@ def detect(
         # at line breaks: a line cut in two reads wrong ("When it's done:" as "en it's done:")
         head, tail = text[: limit // 2], text[-limit // 2 :]
         head = head[: head.rindex("\n")] if "\n" in head else head
-        tail = tail[tail.index("\n") + 1 :] if "\n" in tail else tail
+        tail = tail[tail.index("\n") + 1 :] if "\n" in tail else _from_sentence(tail)
         text = head + "\n" + tail
     # what is quoted (a commit message, a command) is not said by the speaker; it is
     # kept for the statement ("Six tests pass (`WorkerTest` with a fake 401)")

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 23
+STATE_VERSION = 24
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -148,6 +148,13 @@ ASSISTANT_SHIFT = re.compile(
     r"last|other|final) (?:item|step|thing|topic|question|task|one|part)s? (?:is|are)\b|next up\b|"
     r"now (?:for|on to)\b|moving on to\b|on to the\b)"
 )
+# a topic called for after a lead-in: "On that: three agents came round, so let's talk
+# house:", "Thanks. Right, let's do the seating plan."
+LETS_TALK = re.compile(
+    r"(?:[.!?:;,\u2014]\s+|\s-\s|\bso\s+)let'?s (?:talk|do|look at|turn to|move on to|get to) "
+    r"(?:about )?(?:the )?[\w' -]{2,30}(?:[:.!]|$)"
+)
+AGAIN = re.compile(r"\b(?:again|back)\b")
 # a reply to what the assistant just asked
 REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
 # a reply that takes part of the answer and asks about more: "closed mondays is fine but
@@ -582,10 +589,12 @@ def _said(found: dict[str, Any]) -> str:
     return str(found.get("said") or found["text"])
 
 
-def _retract(state: State, turn: int, turn_terms: list[str]) -> None:
+def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = False) -> None:
     """A user reporting that something fails again takes back the latest fix or task
     a recent closed segment concluded on it (a premature "FIXED"): that segment is open
-    again. The open segment sees it itself (`segment_status`)."""
+    again. The open segment sees it itself (`segment_status`). A failure soon after the
+    fix takes it back whatever it names, unless the turn `opened` a topic of its own
+    ("next fire. every webhook fails"): then only one on the fix's subject does."""
     mine = set(turn_terms)
     segments = state["segments"]
     for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_SEGMENTS), -1):
@@ -593,7 +602,7 @@ def _retract(state: State, turn: int, turn_terms: list[str]) -> None:
         found = segment["conclusion"]
         if segment["status"] != "concluded" or found["kind"] not in ("resolution", "task"):
             continue
-        near = turn - found["turn"] <= RETRACT_TURNS
+        near = not opened and turn - found["turn"] <= RETRACT_TURNS
         if near or len(mine & set(terms(_said(found)))) >= 2:
             segment["conclusion"] = {**found, "retracted_by": turn}
             segment["status"] = "open"
@@ -785,6 +794,7 @@ def _topic_score(
         OPENER.match(head)
         or (said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower()))
         or _opens_after_aside(head)
+        or LETS_TALK.search(head[:160])
     ):
         score, cue = 2.0, "shift"
     else:
@@ -937,7 +947,9 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
     if failure:
-        _retract(state, number, turn_terms)
+        # a topic opened with a failure of its own ("next fire. every webhook fails"), not
+        # one that comes back ("great, NaN again"), leaves an earlier fix alone
+        _retract(state, number, turn_terms, cue == "shift" and not AGAIN.search(lower[:80]))
 
     # the turn's distinct terms in the order said (not a set's, which changes with the
     # hash seed): the order of `df` and of the reference bumps is part of the state
