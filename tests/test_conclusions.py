@@ -187,6 +187,29 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             PLAN,
             "rejection",
         ),
+        # well again, a ticket closed in the saying; a proposal put off in reply
+        (
+            "user",
+            "09:10 and 09:40, both green. the nightly's healthy again, closing the ticket",
+            FIX,
+            "resolution",
+        ),
+        (
+            "user",
+            "nah, not this sprint. pin it at 2.3 and I'll raise it at planning",
+            PLAN,
+            "rejection",
+        ),
+        # settled in so many words; taken, if not loved
+        (
+            "user",
+            "done deal: the old van's sold, the new one's ordered, deposit paid",
+            PLAN,
+            "decision",
+        ),
+        ("user", "no more haggling, we're signing as is on Monday", PLAN, "decision"),
+        ("user", "4,870. the venue list is locked", PLAN, "decision"),
+        ("user", "1,940 all in. I can live with that.", PLAN, "confirmation"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -292,6 +315,10 @@ def test_conclusions_are_found(
         ("so the heating is off at night, is that a problem?", PLAN),
         ("done, but the second label is still missing", PLAN),
         ("all six PRs are merged or open as described, the tag comes after review.", PLAN),
+        # a yes with a condition, a deferral until something happens, a hedged "in the bag"
+        ("no, not before legal has actually signed it off", PLAN),
+        ("I can live with that if the date moves to May", PLAN),
+        ("ok that's the funding basically in the bag \U0001f389", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],
@@ -513,3 +540,24 @@ def test_a_long_answer_read_at_its_end_starts_at_a_whole_word() -> None:
     found = detect(5, "assistant", answer, None)
     assert found is not None and found.kind == "task"
     assert found.text.split()[0] in answer.split()
+
+
+@pytest.mark.parametrize(
+    ("reply", "chosen"),
+    [
+        ("B and C, and 40 off the ticket price.", "Packed lunches"),
+        ("2. checked with the venue already, they have the extra tables", "Two extra tables"),
+    ],
+)
+def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen: str) -> None:
+    """Written for this test: options laid out with a letter or a number ("**A. ...**",
+    "2. **...**") are chosen by naming the label first; "a" alone is an article."""
+    answer = (
+        "Options:\n\n**A. Drop the boat trip:** -12\n**B. Packed lunches** instead of cafes: -8\n"
+        "**C. Smaller contingency:** -6\n\nOr for the seating:\n\n1. **One long table**: no\n"
+        "2. **Two extra tables** in the side room: fits everyone\n"
+    )
+    found = detect(4, "user", reply, ("assistant", answer))
+    assert found is not None and found.kind == "decision"
+    assert chosen in found.text
+    assert detect(4, "user", "a quick one: is that per person?", ("assistant", answer)) is None

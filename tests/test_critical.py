@@ -116,6 +116,10 @@ RULES = [
     "the image budget goes down to 150 kB per page.",
     "the spare room has to be a usable office by 3 March, my contract starts then.",
     "oh and one thing from Sam before I forget: the bikes stay in the shed.",
+    # "no matter the ...", a thing one cares about named, what is due and when
+    "design wants the cache to never hold more than 5 minutes of data, no matter the load.",
+    "one thing I care about either way: no drive of more than 3 hours without a break.",
+    "and reports back by friday 13 march.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -181,6 +185,9 @@ NOT_RULES = [
     "it has to be a DNS problem, nothing else explains it.",
     "the budget went on the new boiler last winter.",
     "one thing: how long does the plaster take to dry?",
+    # trying in vain; what was sent by a date
+    "no matter what I try, the build still fails on the runner.",
+    "the parcel was sent by Tuesday post.",
 ]
 
 
@@ -485,3 +492,14 @@ def test_a_rule_held_to_takes_the_sentence_it_points_back_at() -> None:
         "We agreed 200 a month for the car, all in: loan, insurance, fuel, whatever. "
         "She's pretty firm on that."
     ]
+
+
+def test_the_items_listed_under_the_fixed_points_are_rules() -> None:
+    """Written for this test: "the fixed points so far:" heads a list of what must hold."""
+    text = (
+        "planning the choir tour. the fixed points so far:\n"
+        "1. home by 7pm on the sunday, parents collect\n"
+        "2. two adults per coach, whatever happens"
+    )
+    found = [item for _, item in detect("user", text)]
+    assert any(item.startswith("home by 7pm on the sunday") for item in found)

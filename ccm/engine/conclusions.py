@@ -155,6 +155,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("no more",),
         _rx(r"\bno more (?:errors?|crash\w*|fail\w*|dup\w*|nans?|panic\w*|restarts?|timeouts?)\b"),
     ),
+    # well again: "CI's healthy again", "the nightly is green again"
+    (
+        "resolution",
+        ("again",),
+        _rx(r"\b(?:is|'s|are|'re) (?:healthy|green|stable|passing|happy) again\b"),
+    ),
     (
         "resolution",
         ("zero", "restart"),
@@ -222,6 +228,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(r"\bnot\s+(?:viable|feasible)\b|\bno[- ]go\b"),
     ),
     ("rejection", (" is out",), _rx(r"\b(?:hack|idea|approach|option|plan) is out\b")),
+    # a proposal put off, in reply: "nope, not this week. pin it", "no, not in 2.4"
+    (
+        "rejection",
+        ("no,", "nope", "nah"),
+        _rx(r"^(?:no|nope|nah)\b[,.!]*\s+not (?:this|in|for|into|now|right now|today|on)\b"),
+    ),
     # gone off an option: "I've gone off them"; a plan called off: "So Leeds is off"
     (
         "rejection",
@@ -316,10 +328,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # a ticket closed: "merged, PLOT-511 closed", "closed the ticket"
     (
         "task",
-        ("closed",),
+        ("closed", "closing"),
         _rx(
             r"\b[a-z][a-z0-9]*-\d+ (?:is |now |all )?closed\b(?! (?:as|because|without)\b)",
-            r"\bclosed (?:the |that |this )?(?:ticket|issue)\b",
+            r"\b(?:closed|closing) (?:the |that |this )?(?:ticket|issue)\b",
         ),
     ),
     (
@@ -424,6 +436,25 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"^(?:(?:ok(?:ay)?|so|fine|right)[, ]+)?(?:the |a |an )?[\w-]+(?: [\w-]+){0,2} instead"
             r"(?=\s*(?:[,.;!\u2014]|$))"
+        ),
+    ),
+    # settled in so many words: "done deal: refund requested, HK-2327 ordered", "we're
+    # signing as is", "budget's locked"
+    (
+        "decision",
+        ("done deal", "signing", "locked"),
+        _rx(
+            r"^(?:it'?s a |a )?done deal\b",
+            r"\b(?:we'?re|i'?m|we are|i am) signing\b(?! (?:up|in|off|out)\b)",
+            r"\b(?:is|'s|are) (?:now )?locked(?: in)?(?=\s*(?:[,.;!]|$))",
+        ),
+    ),
+    # taken, if not loved: "16,315. I can live with that."
+    (
+        "confirmation",
+        ("live with",),
+        _rx(
+            r"\b(?:i|we) can live with (?:that|it|this)\b(?!,? (?:if|as long as|provided|once|when)\b)"
         ),
     ),
     # persuaded: "ok you've convinced me", "I'm sold"
@@ -569,7 +600,7 @@ FAILURE = re.compile(
 )
 NO_FAILURE = re.compile(
     r"\b(?:no|zero|without|any|never)\s+(?:more\s+)?$|"
-    r"\b(?:works?|working|green|passing|passes|running|up|back|fine)\s+$"  # "works again"
+    r"\b(?:works?|working|green|passing|passes|running|up|back|fine|healthy|stable|happy)\s+$"
 )
 # what follows a failure word that names it as the thing fixed: "crash (loop) is fixed"
 FIXED_AFTER = re.compile(
@@ -579,7 +610,8 @@ FIXED_AFTER = re.compile(
 HEDGE = _rx(
     r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
     r"should be|should fix|should work|hopefully|fingers crossed|not celebrating|let'?s see|"
-    r"seems to|in theory|in practice|my bet|if (?:so|that)|we'?ll see|i hope)\b",
+    r"seems to|in theory|in practice|my bet|if (?:so|that)|we'?ll see|i hope|basically|"
+    r"practically|as good as|more or less)\b",
 )
 # what someone expects to happen, said as sure: a claim resting on it is premature
 PREDICTION = _rx(
@@ -650,6 +682,7 @@ REVERSAL = _rx(
     r"\brather than\b",
     r"\bno longer\b",
     r"\bswitch(?:ing)? to\b",
+    r"\bswap(?:ping|ped)?\b",
     r"\brevers\w+\b",
     r"\breplac\w+\b",
     r"\bforget\b",
@@ -758,6 +791,9 @@ def option_chosen(sentence: str, answer: str) -> str | None:
     is off limits")."""
     lower = sentence.lower().strip().rstrip(".!")
     said = _CHOOSING.sub("", lower)
+    labelled = _by_label(sentence.strip()[len(lower) - len(said) :], answer)
+    if labelled is not None and not _NOT_CHOSEN.search(said) and not lower.endswith("?"):
+        return labelled
     words = said.split()
     if not words or len(words) > CHOSEN_WORDS or _NOT_CHOSEN.search(said) or lower.endswith("?"):
         return None
@@ -770,6 +806,36 @@ def option_chosen(sentence: str, answer: str) -> str | None:
         return None
     name, rest = options[firsts.index(named)]
     return plain(" ".join(name.split()) + (sentences(rest)[0] if rest.strip() else ""))
+
+
+# an option an answer labels with a letter or a number: "**A. Drop the workshop:** -£9",
+# "2. **Two fifth beds**: ...", "- **Option B** - packed lunches"
+_LABELLED = re.compile(
+    r"^\s*(?:[-*\u2022]\s+)?(?:\*\*)?(?:option\s+)?([A-H]|\d{1,2})[.):](?:\*\*)?\s+"
+    r"(?:\*\*)?([^*\n]{2,80})",
+    re.MULTILINE,
+)
+# a reply that chooses by label: "2.", "B and C, and £330 to parents", "#3 please"
+_LABEL_REPLY = re.compile(
+    r"^(?:option\s+|#)?([A-H]|\d{1,2})(?:\s*(?:and|&|\+|,)\s*(?:option\s+|#)?([A-H]|\d{1,2}))?"
+    r"(?=[.,:;)!]?(?:\s|$))"
+)
+
+
+def _by_label(reply: str, answer: str) -> str | None:
+    """The options of those `answer` labels (two or more, "A." or "2.") that `reply`
+    opens by naming their labels ("B and C, ..."), as the answer says them; None when
+    it names none of them (a capital letter alone is a label; "a" is an article)."""
+    found = _LABEL_REPLY.match(reply)
+    if found is None:
+        return None
+    options = {label.lower(): plain(text).rstrip(":") for label, text in _LABELLED.findall(answer)}
+    if len(options) < 2:
+        return None
+    chosen = [label.lower() for label in found.groups() if label]
+    if not all(label in options for label in chosen):
+        return None
+    return "; ".join(options[label] for label in chosen)
 
 
 def lead(text: str, limit: int = 2) -> str:

@@ -131,12 +131,15 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
     _cue(
         "flag",
-        "whatever whichever",
+        "whatever whichever matter",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
         r"(?:we|you|i|they) (?:end up )?(?:do|doing|pick|picking|choose|choosing|build|"
         r"building|decide|deciding|go with)|"
         r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
-        r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b",
+        r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b|"
+        # "never rewind more than 200ms, no matter the ping"
+        r"\bno matter (?:what|the|how|who|which|if)\b"
+        r"(?!(?: \w+)? (?:i|we|you) (?:try|tried|do|did|say|said)\b)",
     ),
     # someone's position, said as theirs: "His line, and fair enough, is that we stay"
     _cue(
@@ -150,7 +153,6 @@ CUES: tuple[Cue, ...] = (
         "staying",
         r"\b(?:we'?re|we are|i'?m|i am|it'?s|it is) staying on (?:[a-z][\w.-]* )?v?\d",
     ),
-    _cue("flag", "matter", r"\bno matter what\b"),
     # all there is to spend: "I've got £200 for kit this summer, that's all there is"
     _cue(
         "flag",
@@ -485,10 +487,16 @@ CUES: tuple[Cue, ...] = (
     # one kept to: "and we don't go over it"
     _cue(
         "bound",
-        "ceiling cap limit budget maximum max floor go spend",
+        "ceiling cap limit budget maximum max floor go spend back in signed submitted "
+        "returned paid booked ready sent",
         r"\b(?:the|our|my|his|her|their) (?:ceiling|cap|limit|budget|maximum|max|floor) "
         r"(?:is|stays|remains) (?:now |still )?(?:about |around |roughly )?[\d\u20ac$\u00a3]|"
         r"\b(?:we|i) (?:don'?t|do not|never) (?:go|spend|run) (?:over|above|past|beyond)\b|"
+        # what is due, and when: "and forms back by friday 6 march", "reports in by Monday"
+        r"^(?:\W*(?:and|also|so|plus)\W+)?(?:the |all |every )?"
+        r"(?!(?:[\w-]+ )?(?:was|were|is|are|been|got|has|had|went)\b)[\w-]+(?: [\w-]+)? (?:back|in|"
+        r"signed|submitted|returned|paid|booked|ready|sent) by (?:(?:mon|tues|wednes|thurs|fri|"
+        r"satur|sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|the \d|\d)|"
         # one moved: "our budget goes from 60 to 96", "the chunk budget goes down to 220 kB"
         r"\b(?:the|our|my|his|her|their) (?:[\w-]+ ){0,2}(?:ceiling|cap|limit|budget|maximum|max|"
         r"floor) (?:goes|went|drops|dropped|comes|came|moves|moved|is going|rises|rose)"
@@ -538,6 +546,8 @@ FLAG_OPEN = re.compile(
     r"rule|constraint|requirement|reminder|caveat|ps|p\.s\.|remember|before i forget|"
     # "one thing from Joel before I forget: the freezer stays in the garage"
     r"one (?:more |last |other )?thing(?: (?:from|for) [\w']+)?(?: before i forget)?|"
+    # "one thing I care about either way: ..."
+    r"(?:the )?one thing (?:i|we) (?:really )?(?:care about|insist on|ask|need|want)[\w ]{0,20}(?=:)|"
     r"keep in mind|bear in mind|don'?t forget|for the record|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
 )
@@ -785,7 +795,8 @@ LEADS_WITH = re.compile(r"^[^:]{3,60}:")  # what a sentence is about, said first
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
 _RULES_HEADING = re.compile(
     r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
-    r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules)\b|"
+    r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules|fixed points?|givens|"
+    r"non-negotiables|must-haves|limits|boundaries|red lines)\b|"
     # how a person says what the list under it is: the way things are done there
     r"\bhow (?:things|we|it) (?:work|works|do things|run)\b|\bbefore you (?:start|touch|"
     r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b|"
