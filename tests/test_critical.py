@@ -120,6 +120,10 @@ RULES = [
     "design wants the cache to never hold more than 5 minutes of data, no matter the load.",
     "one thing I care about either way: no drive of more than 3 hours without a break.",
     "and reports back by friday 13 march.",
+    # where a kind of change goes; whoever we end up hiring; a reminder of how things are
+    "anything that deletes goes through a PR before it runs.",
+    "so a proper contract, with notice, whoever we end up picking.",
+    "and remember trading days run 07:00 to 06:59 — the exchange's definition.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -188,6 +192,9 @@ NOT_RULES = [
     # trying in vain; what was sent by a date
     "no matter what I try, the build still fails on the runner.",
     "the parcel was sent by Tuesday post.",
+    # a memory, not a reminder
+    "remember when the old server died at Christmas?",
+    "I remember the old server was slow as anything.",
 ]
 
 

@@ -131,12 +131,14 @@ CUES: tuple[Cue, ...] = (
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
     _cue(
         "flag",
-        "whatever whichever matter",
+        "whatever whichever whoever wherever matter",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
         r"(?:we|you|i|they) (?:end up )?(?:do|doing|pick|picking|choose|choosing|build|"
         r"building|decide|deciding|go with)|"
         r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
         r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b|"
+        # "a proper employee, W-2, whoever we end up hiring"
+        r"\b(?:whoever|wherever|whichever [\w']+) (?:we|you|i|they) end up \w+ing\b|"
         # "never rewind more than 200ms, no matter the ping"
         r"\bno matter (?:what|the|how|who|which|if)\b"
         r"(?!(?: \w+)? (?:i|we|you) (?:try|tried|do|did|say|said)\b)",
@@ -356,7 +358,10 @@ CUES: tuple[Cue, ...] = (
         "bound",
         "anything",
         r"\banything (?:over|above|more than|bigger than|larger than|longer than|under|below) "
-        r"[\d\u20ac$\u00a3][^.;]{0,40}\b(?:gets?|goes|needs?|must|is)\b",
+        r"[\d\u20ac$\u00a3][^.;]{0,40}\b(?:gets?|goes|needs?|must|is)\b|"
+        # where a kind of change goes: "anything that writes goes to DEV_ANA or through a PR"
+        r"\banything (?:that|which) (?:writes|deletes|touches|changes|drops|deploys|migrates|"
+        r"costs|spends)\b[^.;]{0,40}\b(?:goes|go|gets|must|needs? to|has to)\b",
     ),
     # a refusal of one's own: "the one thing I will not do is run a cable across the
     # pavement", "we won't buy anything without a report" (not "I won't have time")
@@ -549,7 +554,16 @@ FLAG_OPEN = re.compile(
     # "one thing I care about either way: ..."
     r"(?:the )?one thing (?:i|we) (?:really )?(?:care about|insist on|ask|need|want)[\w ]{0,20}(?=:)|"
     r"keep in mind|bear in mind|don'?t forget|for the record|"
+    r"(?:the )?usual (?:setup|rules|drill|deal|terms) appl(?:y|ies)|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
+)
+# a reminder of how things are, opening a sentence: "and remember service days run
+# 04:00 to 03:59 local", "remember the invoices need a PO number" (not "remember when")
+REMINDER = re.compile(
+    r"^(?:\W*(?:and|also|oh|so|but|just|pls|please)\W+)*remember (?:that )?(?:the |our |all |every )?"
+    r"(?!(?:when|how|what|why|if|where|who|whether|to|me|us|him|her|them|last|back)\b)"
+    r"[a-z-]+(?: [a-z-]+)? (?:run|runs|are|is|stay|stays|go|goes|need|needs|must|have to|has to|"
+    r"close|closes|open|opens|start|starts|end|ends)\b"
 )
 # a flag said not to hold: "not a dealbreaker", "no hard requirement", "isn't a must"
 NEGATED_FLAG = re.compile(
@@ -757,6 +771,7 @@ _OPEN_WORDS = frozenset(
         "record",
         "clear",
         "forget",
+        "usual",
     ]
 )
 # punctuation around words (not the apostrophe of "don't" or the hyphen of "cut-off")
@@ -956,7 +971,11 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
             continue  # "grab rails would be great, not a dealbreaker"
         score, best = CUE_WEIGHTS[cue.name], cue.name
         break
-    if not score and not held.isdisjoint(_OPEN_WORDS) and FLAG_OPEN.search(lower):
+    if (
+        not score
+        and not held.isdisjoint(_OPEN_WORDS)
+        and (FLAG_OPEN.search(lower) or REMINDER.search(lower))
+    ):
         score, best = 2.0, "flag"
     if not score:
         weak = [CUES[i] for i in chosen if CUES[i].name not in _STRONG]
