@@ -400,6 +400,7 @@ WEDDING = [
         [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
         [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
         [("user", "On that: the florist rang back, so let's talk flowers: peonies or roses?")],
+        [("user", "Other news, less fun: the barn has doubled the deposit to 800.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -593,3 +594,13 @@ def test_a_failure_that_opens_a_topic_of_its_own_leaves_the_last_fix_alone() -> 
     back = [*fixed, ("user", "ugh. the export failed again overnight, same timeout")]
     assert _segments_of([*other, ("assistant", "Looking.")])[0]["status"] == "concluded"
     assert _segments_of([*back, ("assistant", "Looking.")])[0]["status"] == "open"
+
+
+def test_off_to_bed_is_no_topic_named() -> None:
+    """Written for this test: "bed." ends an evening; it names no topic to take up."""
+    lines = [
+        *WEDDING,
+        ("user", "bed. the cake still to order, and the seating plan, Sam's aunt and all."),
+        ("assistant", "Sleep well. Tomorrow: the cake order and the seating plan."),
+    ]
+    assert [s["raw_lines"][0] for s in _segments_of(lines)] == [1]

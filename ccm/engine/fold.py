@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 26
+STATE_VERSION = 27
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -95,7 +95,7 @@ OPENER = re.compile(
     r"next\b|"
     r"(?:next|last|final|another|one more|other|different|separate|new|quick|small|big|"
     r"unrelated|random|second|third|fourth)\s+(?:thing|one|topic|question|q|item|step|issue|"
-    r"problem|task|part|bit|"
+    r"problem|task|part|bit|news|"
     r"big one|request|worry|thought|fire|matter|job)\b|"
     r"(?:q|question|topic|re|update|plan|todo|idea|fyi|agenda)\b(?: from [\w ]{1,20}| for [\w ]{1,20})?\s*:|"
     r"(?:an? |quick |small |big |another )?update\s*[.!](?:\s|$)|"
@@ -154,6 +154,11 @@ LETS_TALK = re.compile(
     r"(?:[.!?:;,\u2014]\s+|\s-\s|\bso\s+)let'?s (?:talk|do|look at|turn to|move on to|get to) "
     r"(?:about )?(?:the )?[\w' -]{2,30}(?:[:.!]|$)"
 )
+# a sign-off: what follows it is what is left for next time, not a topic taken up
+SIGN_OFF = re.compile(
+    r"^(?:ok(?:ay)?[,.]?\s+|right[,.]?\s+)?(?:bed|bedtime|night|goodnight|night night|off to bed|"
+    r"going to bed|i'?m off)\b\s*[.!,]"
+)
 AGAIN = re.compile(r"\b(?:again|back)\b")
 # a reply to what the assistant just asked
 REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
@@ -173,7 +178,7 @@ NOT_LABEL = frozenset(
     thx back morning sent done fine perfect lol huh wait pasted better figures so well
     alright oh ah damn hi hey sorry agreed exactly true correct interesting weird green
     fixed merged told found confirmed noted indeed nope pessimist decision decided verdict
-    conclusion final
+    conclusion final bed bedtime night
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 PENDING = re.compile(
@@ -826,6 +831,8 @@ def _topic_score(
         score -= 2.0  # it concludes what the segment was about
     if len(mine) < 3:
         score -= 1.0
+    if SIGN_OFF.match(head):
+        score -= 2.0  # what is left for tomorrow, listed: no topic taken up
     answered = next((e for e in reversed(open_turns) if e[1] == "assistant"), None)
     if answered is not None:
         shared = len(mine & set(answered[9]))
