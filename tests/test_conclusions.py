@@ -210,6 +210,9 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         ("user", "no more haggling, we're signing as is on Monday", PLAN, "decision"),
         ("user", "4,870. the venue list is locked", PLAN, "decision"),
         ("user", "1,940 all in. I can live with that.", PLAN, "confirmation"),
+        # a policy named as settled; one option out for another
+        ("user", "right, that's our refund policy.", PLAN, "decision"),
+        ("user", "fine. Trello's out, we're moving to a plain spreadsheet", PLAN, "rejection"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -318,6 +321,8 @@ def test_conclusions_are_found(
         # a yes with a condition, a deferral until something happens, a hedged "in the bag"
         ("no, not before legal has actually signed it off", PLAN),
         ("I can live with that if the date moves to May", PLAN),
+        ("posted \u2714 that should do the trick, they always answer a letter", PLAN),
+        ("v3.2 is out, the changelog went up an hour ago", PLAN),
         ("ok that's the funding basically in the bag \U0001f389", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),

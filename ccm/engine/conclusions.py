@@ -234,6 +234,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("no,", "nope", "nah"),
         _rx(r"^(?:no|nope|nah)\b[,.!]*\s+not (?:this|in|for|into|now|right now|today|on)\b"),
     ),
+    # one option out for another: "Ledgerly's out, I'm moving to Fakturo"
+    (
+        "rejection",
+        ("'s out", " is out"),
+        _rx(
+            r"\b[\w-]+(?:'s| is) out,? (?:and )?(?:i'?m|we'?re|i am|we are) (?:moving|switching|going|"
+            r"changing) (?:over )?(?:to|with)\b"
+        ),
+    ),
     # gone off an option: "I've gone off them"; a plan called off: "So Leeds is off"
     (
         "rejection",
@@ -467,11 +476,23 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     (
         "decision",
-        ("the plan", "new plan", "final plan", "our plan", "revised plan", " plan"),
+        (
+            "the plan",
+            "new plan",
+            "final plan",
+            "our plan",
+            "revised plan",
+            " plan",
+            "policy",
+            "process",
+            "routine",
+        ),
         _rx(
             r"\bthat'?s (?:the|our) (?:new |final |revised )?plan\b(?! (?:for|to|if|b)\b)",
             # a plan named, said last: "... briefing at the hospice. that's the marshal plan"
             r"\bthat'?s (?:the|our) (?:[\w-]+ ){1,2}plan\s*[.!]?$",
+            # a policy named as settled: "ok yes, that's my invoicing policy."
+            r"\bthat'?s (?:the|our|my) (?:[\w-]+ ){0,2}(?:policy|process|routine)\s*[.!]?$",
         ),
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
@@ -611,7 +632,7 @@ HEDGE = _rx(
     r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
     r"should be|should fix|should work|hopefully|fingers crossed|not celebrating|let'?s see|"
     r"seems to|in theory|in practice|my bet|if (?:so|that)|we'?ll see|i hope|basically|"
-    r"practically|as good as|more or less)\b",
+    r"practically|as good as|more or less|should do it|should do the trick)\b",
 )
 # what someone expects to happen, said as sure: a claim resting on it is premature
 PREDICTION = _rx(
