@@ -978,10 +978,14 @@ def _unmasked(text: str, spans: list[str]) -> str:
     return _MARKS.sub(lambda m: spans[ord(m.group()) - _MARK], text) if spans else text
 
 
+_SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
+_WORD_START = re.compile(r"\s+(?=\S)")
+
+
 def _from_sentence(tail: str) -> str:
     """The end of a long line from its first whole sentence (or word): a line cut
     anywhere reads "hings stand overall: ..." for "Where things stand overall: ..."."""
-    found = re.search(r"[.!?]\s+(?=\S)", tail) or re.search(r"\s+(?=\S)", tail)
+    found = _SENTENCE_START.search(tail) or _WORD_START.search(tail)
     return tail[found.end() :] if found else tail
 
 

@@ -36,6 +36,11 @@ from ccm.engine.text import is_record, sentences, terms
 # a clause opens at the start of a sentence or after a colon, dash, comma or "so/and"
 # a clause opens at the start of a sentence or after a colon, dash, comma or "so/and";
 # these are searched just before a cue that must open one
+# when something is due: "by Friday", "by the end of May", "by the 6th", "by 1 September"
+_BY_WHEN = (
+    r"by (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|noon|midday|eod|"
+    r"end of|the end|the \d|\d)"
+)
 _OPENS = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
 _OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
 _OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please)\s+)$")
@@ -310,16 +315,14 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "deontic",
         "wants needs expects",
-        r"\b(?:wants|needs|expects)\b[^.;!?]{0,50}?\bby (?:(?:mon|tues|wednes|thurs|fri|satur|"
-        r"sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|\d)",
+        r"\b(?:wants|needs|expects)\b[^.;!?]{0,50}?\b" + _BY_WHEN,
     ),
     # a deadline the work must meet: "the garage has to be a working studio by 1 September"
     # (a bound, so that "has to be a", which reads as a guess, does not cancel it)
     _cue(
         "bound",
         "has have needs need must",
-        r"\b(?:has|have|needs?) to be\b[^.;!?]{0,50}?\bby (?:(?:mon|tues|wednes|thurs|fri|"
-        r"satur|sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|\d)",
+        r"\b(?:has|have|needs?) to be\b[^.;!?]{0,50}?\b" + _BY_WHEN,
     ),
     # what goes with a change: "if you touch go.mod, go mod vendor goes in the same commit"
     _cue(
@@ -500,8 +503,7 @@ CUES: tuple[Cue, ...] = (
         # what is due, and when: "and forms back by friday 6 march", "reports in by Monday"
         r"^(?:\W*(?:and|also|so|plus)\W+)?(?:the |all |every )?"
         r"(?!(?:[\w-]+ )?(?:was|were|is|are|been|got|has|had|went)\b)[\w-]+(?: [\w-]+)? (?:back|in|"
-        r"signed|submitted|returned|paid|booked|ready|sent) by (?:(?:mon|tues|wednes|thurs|fri|"
-        r"satur|sun)day|tomorrow|tonight|noon|midday|eod|end of|the end|the \d|\d)|"
+        r"signed|submitted|returned|paid|booked|ready|sent) " + _BY_WHEN + "|"
         # one moved: "our budget goes from 60 to 96", "the chunk budget goes down to 220 kB"
         r"\b(?:the|our|my|his|her|their) (?:[\w-]+ ){0,2}(?:ceiling|cap|limit|budget|maximum|max|"
         r"floor) (?:goes|went|drops|dropped|comes|came|moves|moved|is going|rises|rose)"
