@@ -213,6 +213,46 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         # a policy named as settled; one option out for another
         ("user", "right, that's our refund policy.", PLAN, "decision"),
         ("user", "fine. Trello's out, we're moving to a plain spreadsheet", PLAN, "rejection"),
+        # a move declined; the proposal taken as described; an answer to what was needed;
+        # a list called final; a change made, an option dropped; off the list, out
+        (
+            "user",
+            "yeah no. not switching to Flutter, the old Androids decide it",
+            PLAN,
+            "rejection",
+        ),
+        (
+            "user",
+            "ok. we build the export button in Settings like you suggested, CSV only",
+            PLAN,
+            "decision",
+        ),
+        (
+            "user",
+            "ok that answers what I wanted to know about the lease. I'll ring them monday",
+            PLAN,
+            "answer",
+        ),
+        ("user", "right, final headcount: 52 adults, 9 kids, the band eats too", PLAN, "decision"),
+        (
+            "user",
+            "Hanna says the 14th is free. we're booking it, party is on the 14th",
+            PLAN,
+            "decision",
+        ),
+        (
+            "user",
+            "we're ditching the caterer, 30 a head is silly. doing the buffet ourselves",
+            PLAN,
+            "rejection",
+        ),
+        (
+            "user",
+            "Kim tried it on the tablet, snappy now. shipping it, that's the search page off the list",
+            PLAN,
+            "task",
+        ),
+        ("user", "2.8.1 on all servers, Lars knows. the hotfix is out \U0001f44d", PLAN, "task"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -324,6 +364,14 @@ def test_conclusions_are_found(
         ("posted \u2714 that should do the trick, they always answer a letter", PLAN),
         ("v3.2 is out, the changelog went up an hour ago", PLAN),
         ("ok that's the funding basically in the bag \U0001f389", PLAN),
+        # a move declined only if; a list still to come; a visit; a date; "gone" of a person
+        ("if we're not moving to Kotlin we keep the old build scripts", PLAN),
+        ("the final list is due friday, Tom is still collecting names", PLAN),
+        ("we're dropping by the shop later, need anything?", PLAN),
+        ("I'm not sure we're taking it, the rent is high", PLAN),
+        ("the release is out of date, we need a new one", PLAN),
+        ("it's gone 5, I'm tired", PLAN),
+        ("R3 tomorrow, brain's gone. she sends the last PDF on Thursday", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],
@@ -454,6 +502,12 @@ OPTIONS = (
         ("Drop the shell. nobody uses it in the field", "Drop the shell"),
         ("ok, protobuf then", "Protobuf instead of JSON"),
         ("Bigger partition is off limits, you know that", None),  # turned down
+        # named whole, in a longer reply; named whole, and turned down
+        (
+            "drop the shell for now, nobody uses it in the field and we need the room",
+            "Drop the shell",
+        ),
+        ("bigger partition is not happening, you know why", None),
         ("protobuf? how big is the decoder", None),  # asked about
         ("hmm, I'm not sure about any of them yet. what does the shell cost us", None),
     ],
@@ -470,6 +524,42 @@ def test_an_option_the_answer_laid_out_is_chosen_by_naming_it(
     else:
         assert found is not None and found.kind == "decision", reply
         assert chosen in found.text and found.turn == 7
+
+
+def test_an_option_laid_out_by_label_is_chosen_after_a_question_about_it() -> None:
+    """Options labelled "**Option A**:" may be chosen a question later: "option B!! ..."
+    after the answer to "do we tell the guests?". (Written for this test.)"""
+    laid = (
+        "assistant",
+        "Two ways to do it:\n"
+        "- **Option A**: a separate plate for him. Simple, but he is the odd one out.\n"
+        "- **Option B**: make the **whole menu** nut-free, with nuts served on the side. "
+        "Nobody is singled out.",
+    )
+    asked = ("user", "do we tell the others it's nut free or is that weird?")
+    answered = ("assistant", "I wouldn't announce it. Put a line on the menu card.")
+    found = detect(9, "user", "option B!! love that. whole menu nut free", [laid, asked, answered])
+    assert found is not None and found.kind == "decision"
+    assert "whole menu nut-free" in found.text
+    assert detect(9, "user", "option B? not sure yet", [laid, asked, answered]) is None
+
+
+def test_an_explanation_of_a_failure_still_there_is_a_step_not_a_conclusion() -> None:
+    """ "makes sense" to an answer that opens on a failure still there accepts a step of
+    the fix; to an explanation of what happened, it accepts the answer. (Written for
+    this test.)"""
+    failing = (
+        "assistant",
+        "Still failing, a different error now: the token is read before it is set. "
+        "I'd move the read into setUp.",
+    )
+    explained = (
+        "assistant",
+        "The token is read before it is set, because setUp runs after the class fixture.",
+    )
+    assert detect(5, "user", "ok makes sense, go ahead", failing) is None
+    found = detect(5, "user", "ok makes sense, go ahead", explained)
+    assert found is not None and found.kind == "answer"
 
 
 def test_a_pasted_record_concludes_nothing_but_a_date_range_is_no_record() -> None:

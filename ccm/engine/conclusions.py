@@ -189,7 +189,14 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     ("resolution", ("lesson",), _rx(r"\blesson learned\b")),
     # answer: an answer accepted
-    ("answer", ("answers",), _rx(r"\bthat answers (?:it|my question|the question|that)\b")),
+    (
+        "answer",
+        ("answers",),
+        _rx(
+            r"\bthat answers (?:it|my question|the question|that|"
+            r"what (?:i|we) (?:needed|wanted|asked|was asking|were asking)\b)"
+        ),
+    ),
     ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
     ("answer", ("explains",), _rx(r"\bthat explains (?:it|a lot|everything|the)\b")),
     (  # an answer taken as it stands: "perfect, that's the paragraph for the postmortem"
@@ -241,6 +248,25 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\b[\w-]+(?:'s| is) out,? (?:and )?(?:i'?m|we'?re|i am|we are) (?:moving|switching|going|"
             r"changing) (?:over )?(?:to|with)\b"
+        ),
+    ),
+    # an option dropped in so many words: "we're dropping Clodagh, sad but ..."
+    (
+        "rejection",
+        ("dropping", "ditching", "scrapping", "cancelling", "canceling"),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:so |ok(?:ay)?,? |then )?(?:we'?re|i'?m|we are|i am) "
+            r"(?:dropping|ditching|scrapping|cancell?ing) (?!(?:off|by|in|out)\b)[\w-]+"
+        ),
+    ),
+    # a move declined in so many words: "yeah, no. not moving to SwiftData, the iPads
+    # decide it", "we're not switching to pnpm" (not "if we're not moving to ...")
+    (
+        "rejection",
+        ("not moving", "not switching", "not migrating", "not porting", "not upgrading"),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:so |then |ok(?:ay)?,? )?(?:we'?re |we are |i'?m |i am )?not "
+            r"(?:moving|switching|migrating|porting|upgrading) (?:over |it |us )?(?:to|onto)\b"
         ),
     ),
     # gone off an option: "I've gone off them"; a plan called off: "So Leeds is off"
@@ -332,6 +358,18 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             # the idiom alone, closing the turn: "... and 16 is live on all 6 pods. ticked off"
             r"(?:^|[.;!]\s+)(?:and |so )?(?:ticked off|squared away|put to bed|wrapped up)"
             r"\s*[.!]?$",
+        ),
+    ),
+    # off the list, or out of the door: "merging it, that's the admin page off the list",
+    # "security patch is out 👍" (not "the release is out of date")
+    (
+        "task",
+        ("off the list", "off my list", "off our list", " is out", "'s out", "gone out"),
+        _rx(
+            r"\b(?:is|are|'s|'re|that'?s (?:the |our |my )?[\w-]+(?: [\w-]+)?) off "
+            r"(?:the|my|our) (?:list|board)\b",
+            r"\b(?:patch|release|fix|hotfix|update|version|build|announcement|newsletter|"
+            r"notice|invoice)(?:'s| is| has gone) (?:now )?out\b(?!\s*(?:of|for|to|on|there|yet)\b)",
         ),
     ),
     # a ticket closed: "merged, PLOT-511 closed", "closed the ticket"
@@ -427,6 +465,26 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ),
     ),
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    # a list, a plan or a figure called final: "ok FINAL list: 37 guests, ...", "final
+    # answer: the 14:05 train" (not "the final list is due friday")
+    (
+        "decision",
+        ("final ",),
+        _rx(
+            r"(?:^|[.;!]\s*)(?:ok(?:ay)?,? |so,? |right,? )?final (?:list|plan|answer|version|"
+            r"numbers?|budget|call|decision|line-?up|menu|order|figures?|headcount)\s*[:\u2014-]"
+        ),
+    ),
+    # a change made in so many words: "we're moving it, wedding is Saturday 3 October",
+    # "we're dropping Clodagh, sad but ..." (not "if we're moving it")
+    (
+        "decision",
+        ("moving it", "doing it", "taking it", "booking it"),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:so |ok(?:ay)?,? |then )?(?:we'?re|i'?m|we are|i am) "
+            r"(?:moving|doing|taking|booking) it(?:\s*[.,;!]|$)"
+        ),
+    ),
     # a yes given to an offer or a proposal: "I've said yes and sent him the deposit",
     # "I've told her yes", "she said yes to room 14" (not "if she says yes")
     (
@@ -456,6 +514,17 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"^(?:it'?s a |a )?done deal\b",
             r"\b(?:we'?re|i'?m|we are|i am) signing\b(?! (?:up|in|off|out)\b)",
             r"\b(?:is|'s|are) (?:now )?locked(?: in)?(?=\s*(?:[,.;!]|$))",
+        ),
+    ),
+    # the proposal taken, in the owner's words: "we add the deletion request in
+    # Settings like you described", "let's do it the way you laid out"
+    (
+        "decision",
+        ("you described", "you suggested", "you proposed", "you laid out", "you outlined"),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:ok(?:ay)?,? |fine,? |so |then )?(?:we|let'?s|i'?ll|we'?ll) "
+            r"[^.?!]{0,80}?\b(?:like|as|the way) you (?:described|suggested|proposed|laid out|"
+            r"outlined)\b"
         ),
     ),
     # taken, if not loved: "16,315. I can live with that."
@@ -762,6 +831,14 @@ def _has_failure(text: str) -> bool:
     )
 
 
+def _reports_failure(answer: str) -> bool:
+    """Whether an answer opens on a failure still there ("Still crashing, different
+    error though: ...", "The failure isn't a timeout at all."): what it explains is a
+    step towards a fix, not the end of a line of reasoning."""
+    first = sentences(answer[:400])
+    return bool(first) and _has_failure(plain(first[0]).lower())
+
+
 def _is_question(sentence: str, cue_end: int) -> bool:
     if sentence.rstrip().endswith("?"):
         return True
@@ -800,6 +877,9 @@ _NOT_CHOSEN = re.compile(
     r"\b(?:not|no|never|without|off[- ]limits|out|frozen|nope|won'?t|can'?t|isn'?t|doesn'?t|"
     r"don'?t|rather not)\b|n't\b"
 )
+OPTION_NAME = 60  # characters: a labelled option's name, set apart by a colon
+OPTION_CHARS = 160  # ... else its first sentence, cut to this
+LABELS_BACK = 4  # the turns back in which options laid out by label may be chosen
 CHOSEN_WORDS = 5  # a choice named alone: "So CBOR.", "Roll them back."
 
 
@@ -816,30 +896,47 @@ def option_chosen(sentence: str, answer: str) -> str | None:
     if labelled is not None and not _NOT_CHOSEN.search(said) and not lower.endswith("?"):
         return labelled
     words = said.split()
-    if not words or len(words) > CHOSEN_WORDS or _NOT_CHOSEN.search(said) or lower.endswith("?"):
+    if not words or lower.endswith("?"):
         return None
     options = _OPTION.findall(answer)
     if len(options) < 2:
+        return None
+    for name, rest in options:  # named whole, two words or more: "final notice for the rest"
+        named = plain(name).lower().strip(" :.,")
+        if (
+            len(named.split()) >= 2
+            and said.startswith(named)
+            and not _NOT_CHOSEN.search(re.split(r"[,.;!]", said[len(named) :])[0])
+        ):
+            return _option(name, rest)
+    if len(words) > CHOSEN_WORDS or _NOT_CHOSEN.search(said):
         return None
     firsts = [name.lower().split()[0].strip(",.:;") for name, _ in options]
     named = words[0].strip(",.:;")
     if firsts.count(named) != 1:  # none, or more than one, start with it
         return None
-    name, rest = options[firsts.index(named)]
-    return plain(" ".join(name.split()) + (sentences(rest)[0] if rest.strip() else ""))
+    return _option(*options[firsts.index(named)])
+
+
+def _option(name: str, rest: str) -> str:
+    """An option as the answer says it: its name and the first sentence after it."""
+    after = sentences(rest)[0] if rest.strip() else ""
+    joint = " " if after and rest[:1].isspace() else ""
+    return plain(" ".join(name.split()) + joint + after)
 
 
 # an option an answer labels with a letter or a number: "**A. Drop the workshop:** -£9",
 # "2. **Two fifth beds**: ...", "- **Option B** - packed lunches"
 _LABELLED = re.compile(
-    r"^\s*(?:[-*\u2022]\s+)?(?:\*\*)?(?:option\s+)?([A-H]|\d{1,2})[.):](?:\*\*)?\s+"
-    r"(?:\*\*)?([^*\n]{2,80})",
+    r"^\s*(?:[-*\u2022]\s+)?(?:\*\*)?(?:[Oo]ption\s+)?([A-H]|\d{1,2})"
+    r"(?:[.):](?:\*\*)?|\*\*\s*[.):\-\u2013\u2014])\s+"
+    r"(?:\*\*)?([^\n]{2,240})",
     re.MULTILINE,
 )
 # a reply that chooses by label: "2.", "B and C, and £330 to parents", "#3 please"
 _LABEL_REPLY = re.compile(
     r"^(?:option\s+|#)?([A-H]|\d{1,2})(?:\s*(?:and|&|\+|,)\s*(?:option\s+|#)?([A-H]|\d{1,2}))?"
-    r"(?=[.,:;)!]?(?:\s|$))"
+    r"(?=[.,:;)]?!*(?:\s|$))"
 )
 
 
@@ -850,13 +947,35 @@ def _by_label(reply: str, answer: str) -> str | None:
     found = _LABEL_REPLY.match(reply)
     if found is None:
         return None
-    options = {label.lower(): plain(text).rstrip(":") for label, text in _LABELLED.findall(answer)}
+    options = {label.lower(): _option_text(text) for label, text in _LABELLED.findall(answer)}
     if len(options) < 2:
         return None
     chosen = [label.lower() for label in found.groups() if label]
     if not all(label in options for label in chosen):
         return None
     return "; ".join(options[label] for label in chosen)
+
+
+def _option_text(line: str) -> str:
+    """What a labelled option says: its name when one is set apart ("Drop the workshop:
+    -£9"), else its first sentence ("make the whole dinner gluten-free, with ...")."""
+    said = plain(line)
+    name, colon, _ = said.partition(":")
+    if colon and len(name) <= OPTION_NAME:
+        return name.strip()
+    first = sentences(said)
+    return clip(first[0] if first else said, OPTION_CHARS)
+
+
+def _laid_out(before: Sequence[tuple[str, str]]) -> str | None:
+    """The answer before the last that labels options ("**Option A**: ..."), when the
+    user asked about them since: "option B!! I love that" answers the options after a
+    question about one of them was answered."""
+    answers = [text for role, text in before[-LABELS_BACK:-1] if role == "assistant"]
+    for text in reversed(answers):
+        if len(_LABELLED.findall(text)) >= 2:
+            return text
+    return None
 
 
 def lead(text: str, limit: int = 2) -> str:
@@ -1020,7 +1139,13 @@ def detect(
         return None
     hits = set(_SCAN[role].findall(lower))
     offered = confirming and "**" in before[-1][1]  # options laid out, one may be named
-    if not hits and not offered and not (confirming and CONFIRMATION.search(lower[:80])):
+    laid_out = _laid_out(before) if confirming else None
+    if (
+        not hits
+        and not offered
+        and not laid_out
+        and not (confirming and CONFIRMATION.search(lower[:80]))
+    ):
         return None
     if role == "assistant" and last_role == "user" and PAUSE.search(before[-1][1].lower()):
         return None  # the recap that answers "that'll do for tonight" settles nothing new
@@ -1055,6 +1180,9 @@ def detect(
                 continue
             if kind != "answer" and _has_failure(sentence):
                 continue  # "great, NaN again, love it", "that fixed it, but now it crashes"
+            if kind == "answer" and confirming and _reports_failure(before[-1][1]):
+                continue  # "makes sense. do it" to "Still failing, another error: ...": a
+                # step of a fix (the fix concludes when it is seen to work)
             if kind == "resolution" and confirming and _still_running(before[-1][1]):
                 continue  # "CI is running again." / "Nice. That's CI fixed then."
             if kind in ("resolution", "task") and _has_failure(following):
@@ -1080,9 +1208,11 @@ def detect(
             return found if kind == "resolution" or done is None else done
     if done is not None:
         return done
-    if offered:  # one of the options the answer laid out, named: "So CBOR."
+    if offered or laid_out:  # one of the options the answer laid out, named: "So CBOR."
         for index, sentence in enumerate(originals[:4]):
-            option = option_chosen(_unmasked(sentence, spans), before[-1][1])
+            option = option_chosen(_unmasked(sentence, spans), before[-1][1]) if offered else None
+            if option is None and laid_out:  # by its label, a question or two later
+                option = _by_label(_unmasked(sentence, spans).strip(), laid_out)
             if option is not None and not HEDGE.search(sentence.lower()):
                 said = _unmasked(own_words(originals, index), spans)
                 return Conclusion(
