@@ -124,6 +124,15 @@ RULES = [
     "anything that deletes goes through a PR before it runs.",
     "so a proper contract, with notice, whoever we end up picking.",
     "and remember trading days run 07:00 to 06:59 — the exchange's definition.",
+    # whose rule, then the rule; a step owed before a push; a room kept out of bounds;
+    # whatever fails a test, ruled out
+    "his rule, and I agree: the cat never goes in the nursery.",
+    "run the linter before pushing, CI is slow enough already.",
+    "the cat stays out of the baby's bedroom.",
+    "any flat without a lift is a no-go for us.",
+    # a limit a fact implies, by rank; whatever is pasted, kept to a rule
+    "her hip means nothing above the second floor unless there's a lift.",
+    "whatever you share from the logs, card numbers stay masked.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -194,6 +203,13 @@ NOT_RULES = [
     "the parcel was sent by Tuesday post.",
     # a memory, not a reminder
     "remember when the old server died at Christmas?",
+    # staying out of something; a step done, or asked about, before a push; a no-go asked
+    "I'll stay out of it, it's their argument.",
+    "the rain stays out of the shed now that the roof is done.",
+    "I ran the tests before pushing, all green.",
+    "did he run the migrations before merging?",
+    "is anything over 20 kg a no-go for the landlord?",
+    "nothing after the first week was booked, weirdly.",
     "I remember the old server was slow as anything.",
 ]
 
@@ -352,6 +368,19 @@ def test_a_rule_said_again_in_the_same_words_is_one_item() -> None:
         "always keep the changelog short",
         "again: never push straight to main!",
         "don't push to staging on fridays",
+    ]
+
+
+def test_a_rule_of_its_own_after_another_is_a_second_item() -> None:
+    """A rule led in by its flag ("and non-negotiable: ...") after another is an item of
+    its own: the first may be replaced while it stands. (Written for this test.)"""
+    text = (
+        "leave the deploy script alone for now, Maren is fixing it. and non-negotiable, "
+        "for the record: nothing ships on a friday after 15:00."
+    )
+    assert [found for _, found in detect("user", text)] == [
+        "leave the deploy script alone for now, Maren is fixing it.",
+        "and non-negotiable, for the record: nothing ships on a friday after 15:00.",
     ]
 
 

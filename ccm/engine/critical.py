@@ -43,7 +43,7 @@ _BY_WHEN = (
 )
 _OPENS = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
 _OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
-_OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please)\s+)$")
+_OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please|means|meaning)\s+)$")
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,9 @@ CUES: tuple[Cue, ...] = (
         "rule rules",
         r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
         r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
-        r"(?:on|about|re|more|some|two|few|my|our) rules\s*:\s*\w)",
+        r"(?:on|about|re|more|some|two|few|my|our) rules\s*:\s*\w|"
+        # whose rule it is, then the rule: "her rule, and honestly mine too: ..."
+        r"(?:my|our|her|his|their) rule\b[^.:?]{0,40}:\s*\w)",
     ),
     _cue(
         "flag",
@@ -139,7 +141,7 @@ CUES: tuple[Cue, ...] = (
         "whatever whichever whoever wherever matter",
         r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
         r"(?:we|you|i|they) (?:end up )?(?:do|doing|pick|picking|choose|choosing|build|"
-        r"building|decide|deciding|go with)|"
+        r"building|decide|deciding|go with|paste|post|share|send|show|print|log|commit|write)|"
         r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
         r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b|"
         # "a proper employee, W-2, whoever we end up hiring"
@@ -286,6 +288,31 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:we|i) only (?:ever )?(?:use|work|deploy|book|buy|fly|eat|drink|write|accept|"
         r"take|quote|cite|ship|release|trust)\b|\b([\w-]+),? and only \1\b",
         requires=("only",),
+    ),
+    # a step owed before the work leaves: "run the whole suite before pushing", "always
+    # rebase before you merge"
+    _cue(
+        "order",
+        "before",
+        r"^(?:always |please |pls |and |then )*(?:run|check|lint|test|rebase|squash|build|format|"
+        r"update|bump|ask|ping|tell|get)\b[^.?!]{0,80}\bbefore (?:you |we )?(?:push|pushing|"
+        r"merge|merging|deploy|deploying|commit|committing|release|releasing|ship|shipping|"
+        r"tag|tagging)\b",
+    ),
+    # a place kept out of bounds: "dog stays out of Ellie's room" (not "I'll stay out of it")
+    _cue(
+        "order",
+        "stays stay",
+        r"\b(?<!'ll )(?<!will )(?<!to )(?<!i )(?<!we )(?<!you )stays? out of (?:the |my |our |her |"
+        r"his |their )?(?:[\w-]+'s )?(?:[\w-]+ )?(?:rooms?|bedrooms?|kitchen|office|beds?|nursery|study|"
+        r"lounge|garden|car|sofa|couch|repo|codebase|prod|production|database|schema|branch)\b",
+    ),
+    # whatever fails a test, ruled out: "anything that can't manage stairs is a no-go"
+    _cue(
+        "bound",
+        "no-go dealbreaker deal-breaker non-starter",
+        r"\b(?:anything|anyone|anybody|any [\w-]+|everything|whatever)\b[^.;?]{0,60}"
+        r"\b(?:is|are|'s) (?:a )?(?:no-go|no go|non-starter|deal-?breaker)\b",
     ),
     # a prohibition told to the assistant: "you don't post anything", "you never push"
     _cue(
@@ -487,9 +514,11 @@ CUES: tuple[Cue, ...] = (
         r"below|only|no \w+(?: with)? (?:longer|more|later|earlier|shorter|fewer|less) than|"
         r"nothing (?:before|after|over|above|past|earlier than|later than|longer than))\s+"
         r"(?:\S+\s+){0,2}?"
-        r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))",
+        r"(?:[\d\u20ac$\u00a3]|one|two|three|four|five|six|seven|eight|nine|ten|a (?:day|week))|"
+        # a rank: "nothing above first floor unless there's a lift"
+        r"\bnothing (?:above|below|over) (?:the )?(?:first|second|third|top|ground)\b",
         _OPENS_LIMIT,
-        _NUMBERS,
+        (*_NUMBERS, "first", "second", "third", "top", "ground"),
     ),
     # a limit named and set: "the ceiling is 9 mA average", "the cap is now £16,500";
     # one kept to: "and we don't go over it"
@@ -932,6 +961,18 @@ FOLLOWS = re.compile(
 )
 
 
+def _another_rule(parts: list[str], rules: list[int], window: list[int], index: int) -> bool:
+    """Whether the rule sentence at `index` is a rule of its own, led in by a colon, not
+    more of the one in `window`: "... leave deploy.yml alone, Maren's on it. and
+    non-negotiable: nothing goes to prod on weekends" is two items (one may be replaced
+    while the other stands); "never write 'beneficiaries'. The committee can't stand the
+    word" is one (its reason, though a rule's words say it)."""
+    if index not in rules or not any(i in rules for i in window):
+        return False
+    _, colon, stated = parts[index].partition(":")  # "and non-negotiable: <its rule>"
+    return bool(colon) and len(terms(stated)) >= 3
+
+
 def _goes_with(rule: str, after: str) -> bool:
     """Whether the sentence `after` a rule belongs to it: it points back at it, gives its
     reason, or shares what it is about."""
@@ -1045,7 +1086,11 @@ def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> lis
                 chosen.add(index - 1)
         windows: list[list[int]] = []
         for index in sorted(chosen):
-            if windows and index == windows[-1][-1] + 1:
+            if (
+                windows
+                and index == windows[-1][-1] + 1
+                and not _another_rule(parts, rules, windows[-1], index)
+            ):
                 windows[-1].append(index)
             else:
                 windows.append([index])
