@@ -214,7 +214,8 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         ("user", "right, that's our refund policy.", PLAN, "decision"),
         ("user", "fine. Trello's out, we're moving to a plain spreadsheet", PLAN, "rejection"),
         # a move declined; the proposal taken as described; an answer to what was needed;
-        # a list called final; a change made, an option dropped; off the list, out
+        # a list called final; a change made, an option dropped; off the list, out; fixed
+        # after a colon, a ticket closed by whose it is
         (
             "user",
             "yeah no. not switching to Flutter, the old Androids decide it",
@@ -253,6 +254,7 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             "task",
         ),
         ("user", "2.8.1 on all servers, Lars knows. the hotfix is out \U0001f44d", PLAN, "task"),
+        ("user", "fine by me. search box: fixed, closing Amir's ticket", PLAN, "resolution"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -409,8 +411,8 @@ def test_an_assistant_may_declare_done_but_not_decide_for_the_user() -> None:
 
 
 def test_assistant_claims_count_less_than_user_verification() -> None:
-    user = detect(1, "user", "Tests pass now.", None)
-    bot = detect(1, "assistant", "Tests pass now.", None)
+    user = detect(5, "user", "Tests pass now.", None)
+    bot = detect(5, "assistant", "Tests pass now.", None)
     assert user is not None and bot is not None and bot.confidence < user.confidence
 
 
@@ -542,6 +544,19 @@ def test_an_option_laid_out_by_label_is_chosen_after_a_question_about_it() -> No
     assert found is not None and found.kind == "decision"
     assert "whole menu nut-free" in found.text
     assert detect(9, "user", "option B? not sure yet", [laid, asked, answered]) is None
+
+
+def test_the_first_turn_of_all_and_a_message_pasted_in_conclude_nothing() -> None:
+    """What the opening turn says was decided is where the talk starts; what a pasted
+    message says someone decided is theirs. (Written for this test.)"""
+    opening = "we've decided to get a cargo bike for the school run. where do we even start"
+    assert detect(1, "user", opening, None) is None
+    assert detect(9, "user", opening, PLAN) is not None
+    pasted = (
+        'the school wrote back, pasting it:\n\n"Thank you for your patience. The governors have '
+        'since decided that bikes may be left in the staff shelter, and we agree it is safer."'
+    )
+    assert detect(9, "user", pasted, PLAN) is None
 
 
 def test_an_explanation_of_a_failure_still_there_is_a_step_not_a_conclusion() -> None:

@@ -401,6 +401,7 @@ WEDDING = [
         [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
         [("user", "On that: the florist rang back, so let's talk flowers: peonies or roses?")],
         [("user", "Other news, less fun: the barn has doubled the deposit to 800.")],
+        [("user", "and while we're on money, the photographer wants 300 up front now.")],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(

@@ -105,6 +105,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
             r"(?:fixed|solved|resolved)\b",
             r"\bproblem solved\b",
+            # what was fixed, then "fixed" after a colon: "fixtures page: fixed, closing ..."
+            r"^(?:[\w-]+ ){0,2}[\w-]+:\s*(?:fixed|solved|resolved)\b(?=\s*(?:[,.;!\u2714\u2705]|$))",
         ),
     ),
     (  # "that's the flake fixed, for real this time", "preview sorted.", "all sorted"
@@ -378,7 +380,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("closed", "closing"),
         _rx(
             r"\b[a-z][a-z0-9]*-\d+ (?:is |now |all )?closed\b(?! (?:as|because|without)\b)",
-            r"\b(?:closed|closing) (?:the |that |this )?(?:ticket|issue)\b",
+            r"\b(?:closed|closing) (?:the |that |this |[\w-]+'s )?(?:ticket|issue)\b",
         ),
     ),
     (
@@ -761,7 +763,10 @@ COUNTED = re.compile(
 SUMS_UP = re.compile(r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) ")
 OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
 QUOTED = re.compile(
-    r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d"
+    r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d|"
+    # a message someone else wrote, pasted in after a colon or on a line of its own:
+    # "pasting the important bit:\n\n\"... Hillside have since decided ...\""
+    r"(?:(?<=: )|(?<=:\n)|(?<=\n)|^)(?:\"[^\"]{81,4000}\"|\u201c[^\u201d]{81,4000}\u201d)"
 )
 REVERSAL = _rx(
     r"\binstead\b",
@@ -1119,6 +1124,9 @@ def detect(
     if role not in ("user", "assistant") or not text.strip():
         return None
     before = _before(previous)
+    if not before and turn <= 1:
+        return None  # what the first turn of all says decided is where the talk starts
+        # ("we've decided to adopt a dog. where do we even start"), no line concluded
     limit = LONG_TURN if role == "user" else LONG_ANSWER
     if len(text) > limit:
         # conclusions open or close a long turn; its middle is code, logs or detail. Cut
