@@ -255,6 +255,10 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
         ),
         ("user", "2.8.1 on all servers, Lars knows. the hotfix is out \U0001f44d", PLAN, "task"),
         ("user", "fine by me. search box: fixed, closing Amir's ticket", PLAN, "resolution"),
+        # an option binned by name; a choice in the present; "done" closing the turn
+        ("user", "no, bin mongo. it's brought the timeouts straight back", PLAN, "rejection"),
+        ("user", "ok we go with the monthly plan. 12 a head, 40 minimum", PLAN, "decision"),
+        ("user", "uploaded to the portal and emailed the clerk. done", PLAN, "task"),
         # a task reported, then the fix it verifies: the fix is what the turn concludes
         (
             "user",
@@ -374,6 +378,11 @@ def test_conclusions_are_found(
         ("the release is out of date, we need a new one", PLAN),
         ("it's gone 5, I'm tired", PLAN),
         ("R3 tomorrow, brain's gone. she sends the last PDF on Thursday", PLAN),
+        ("if we go with the monthly plan we pay 40 more", PLAN),
+        ("no, not the way I meant it, read it again", PLAN),
+        # a step of a plan turned down is no option rejected
+        ("no, not the drop. expand now, contract later: the column goes next release", PLAN),
+        ("scrap that, I misread the log", PLAN),
         # a claim resting on what someone is sure will happen
         ("perfect. they'll obviously say yes to 70, he said so. salary sorted.", PLAN),
     ],

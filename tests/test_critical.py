@@ -133,6 +133,8 @@ RULES = [
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule
     "her hip means nothing above the second floor unless there's a lift.",
     "whatever you share from the logs, card numbers stay masked.",
+    # an order for every one of a kind
+    "and put the order number first in every invoice email, accounts search for it.",
 ]
 NOT_RULES = [
     "Should we use Redis for this?",
@@ -302,6 +304,20 @@ def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
     assert state["critical_replaced"] == [
         [1, 3, "please write the report in a formal tone, full sentences, no slang"]
     ]
+
+
+def test_a_rule_retracted_by_name_is_replaced_by_what_comes_instead() -> None:
+    """ "forget the X thing from yesterday, ..." names the rule it takes back, though the
+    two share few words. (Written for this test.)"""
+    state = _user_says(
+        "and put the order number first in every invoice email, accounts search for it",
+        "the invoices go out on the 1st",
+        "oh and forget the order number thing from yesterday, accounts moved to a new system "
+        "that reads the PO field, so the number goes in the PO field now",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live[-1].startswith("oh and forget the order number thing")
+    assert not any(text.startswith("and put the order number first") for text in live)
 
 
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:

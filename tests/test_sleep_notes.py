@@ -100,6 +100,15 @@ def test_slugs_come_from_the_conclusions_words(text: str, expected: str) -> None
         ),
         # nothing says enough alone: the first sentences together
         ("Zero timeouts. 48 runs. All green.", "Zero timeouts. 48 runs"),
+        # figures alone name nothing, a lone digit less: the clause that says what
+        (
+            "4.2 x 3.1 = 13 m\u00b2. so the room takes the bigger sofa after all",
+            "The room takes the bigger sofa after all",
+        ),
+        (
+            "2 weeks to Friday: the lease review, the deposit and the keys",
+            "2 weeks to Friday: the lease review",
+        ),
         # a statement that opens on the dash before the evidence: not the title's first mark
         (
             "\u2014 **The release notes**: go out with the tag, never before it.",

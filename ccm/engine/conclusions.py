@@ -261,6 +261,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:dropping|ditching|scrapping|cancell?ing) (?!(?:off|by|in|out)\b)[\w-]+"
         ),
     ),
+    # an option thrown out by its name: "no, scrap caffeine. I pushed for it and ..."
+    (
+        "rejection",
+        ("scrap", "ditch", "bin "),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:no,? |ok,? |right,? |so |then )?(?:scrap|ditch|bin) "
+            r"(?!it\b|that\b|this\b|them\b|those\b)[\w.-]+\s*(?:[.,;!]|$)"
+        ),
+    ),
     # a move declined in so many words: "yeah, no. not moving to SwiftData, the iPads
     # decide it", "we're not switching to pnpm" (not "if we're not moving to ...")
     (
@@ -340,7 +349,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "task",
         ("done", "finished", "complete", "shipped", "merged", "deployed", "in place"),
         _rx(
-            r"^(?:done|finished|completed|shipped|merged|deployed)\s*(?:[:.!\-\u2014\u2705\u2714]|"
+            r"^(?:done|finished|completed|shipped|merged|deployed)\s*(?:[:.!\-\u2014\u2705\u2714]|$|"
             r",\s*(?:thanks?|thank you|cheers|ta)\b)",
             # what was done, then "done" after a colon: "release cut: done", "docs: done."
             r"^(?:[\w-]+ ){0,2}[\w-]+:\s*(?:done|finished|complete)\b(?=\s*(?:[,.;!\u2714\u2705]|$))",
@@ -425,6 +434,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\b(?:let'?s|we'?ll|we will|we're going to|i'?ll|i will)\s+"
             r"(?:go with|stick with|go for|settle on)\b",
+            # said as done now: "ok we go with the per-loaf price" (not "if we go with")
+            r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|fine|right|so|then)?[, ]*(?:we|i) (?:go with|stick with|"
+            r"settle on)\b",
             r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|great|fine|good|alright|right|perfect|nice|yes|so)?[, ]*"
             r"(?:go|going) with\b",
         ),
@@ -882,7 +894,8 @@ _NOT_CHOSEN = re.compile(
     r"\b(?:not|no|never|without|off[- ]limits|out|frozen|nope|won'?t|can'?t|isn'?t|doesn'?t|"
     r"don'?t|rather not)\b|n't\b"
 )
-OPTION_NAME = 60  # characters: a labelled option's name, set apart by a colon
+OPTION_NAME = 60  # characters: a labelled option's name, set apart by a colon ...
+OPTION_NAME_WORDS = 3  # ... said alone when it has this many words (else with what follows)
 OPTION_CHARS = 160  # ... else its first sentence, cut to this
 LABELS_BACK = 4  # the turns back in which options laid out by label may be chosen
 CHOSEN_WORDS = 5  # a choice named alone: "So CBOR.", "Roll them back."
@@ -962,12 +975,15 @@ def _by_label(reply: str, answer: str) -> str | None:
 
 
 def _option_text(line: str) -> str:
-    """What a labelled option says: its name when one is set apart ("Drop the workshop:
-    -£9"), else its first sentence ("make the whole dinner gluten-free, with ...")."""
+    """What a labelled option says: its name when one of a few words is set apart ("Drop
+    the workshop: -£9"), else its first sentence, a name of a word with what follows
+    ("Brightwater: remote from Leeds, ...", "make the whole dinner gluten-free, ...")."""
     said = plain(line)
-    name, colon, _ = said.partition(":")
+    name, colon, rest = said.partition(":")
     if colon and len(name) <= OPTION_NAME:
-        return name.strip()
+        if len(name.split()) >= OPTION_NAME_WORDS or not rest.strip():
+            return name.strip()
+        said = f"{name.strip()}: {rest.strip()}"  # "Brightwater: remote from Leeds, ..."
     first = sentences(said)
     return clip(first[0] if first else said, OPTION_CHARS)
 

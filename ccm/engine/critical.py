@@ -299,6 +299,14 @@ CUES: tuple[Cue, ...] = (
         r"merge|merging|deploy|deploying|commit|committing|release|releasing|ship|shipping|"
         r"tag|tagging)\b",
     ),
+    # an order for every one of a kind: "and put the jira key first in every commit msg"
+    _cue(
+        "order",
+        "every each all",
+        r"^(?:and |also |please |pls |then )*(?:put|add|include|use|keep|start|end|prefix|tag|"
+        r"write|sign|mention|link|reference|cc|attach)\b[^.?!]{0,80}?\b(?:in|on|to|for|into|with|"
+        r"at the (?:start|top|end|bottom) of) (?:every|each|all(?: the| our| my)?) [a-z]",
+    ),
     # a place kept out of bounds: "dog stays out of Ellie's room" (not "I'll stay out of it")
     _cue(
         "order",
@@ -680,7 +688,12 @@ CHANGE = re.compile(
     r"\bfrom now on\b"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
-RETRACTS = re.compile(r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b")
+RETRACTS = re.compile(
+    r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b|"
+    # ... or by name: "forget the BIKE- prefix thing from yesterday"
+    r"\b(?:forget|ignore|scratch|disregard) (?:about )?(?:the|my|that) [\w -]{1,40}? "
+    r"(?:thing|rule|bit|part)\b"
+)
 # a rule replaced in so many words: "P0 now, not P1", "forget matte black, brushed brass"
 REPLACE = re.compile(
     r"\bnow,? not\b|\bforget (?:the |about the |my |(?:[\w-]+ ){0,3}[\w-]+, )|"

@@ -225,7 +225,9 @@ def title(text: str) -> str:
     (the words that only say that something concluded, "ok, that answers it", "go
     with the 45 then", do not count), cut at a clause boundary where one is near."""
     flat = plain(" ".join(text.split()))
-    pieces = [_LEAD_FILLER.sub("", p.strip(" \u2014\u2013-")).split() for p in _CLAUSES.split(flat)]
+    pieces = [
+        _LEAD_FILLER.sub("", p.strip(" :;\u2014\u2013-")).split() for p in _CLAUSES.split(flat)
+    ]
     pieces = [words for words in pieces if words]
     chosen = next((w for w in pieces if _substance(w) >= TITLE_SUBSTANCE), None)
     if chosen is None:  # no sentence says enough alone: the first ones together
@@ -257,8 +259,12 @@ def request_title(text: str) -> str:
 
 def _substance(words: Sequence[str]) -> int:
     """Words that say what (not stop words, not the words that only conclude)."""
-    found = {t for t in terms(" ".join(words)) if t not in CUE_WORDS}
-    return len(found) + sum(1 for w in words if any(c.isdigit() for c in w))
+    found = {
+        t for t in terms(" ".join(words)) if t not in CUE_WORDS and not any(c.isdigit() for c in t)
+    }
+    # figures say what as one word does ("24.6 x 5.1 = 125.5 m²" alone names nothing), and
+    # a lone digit not even that ("3 days to Monday")
+    return len(found) + min(1, sum(1 for w in words if len(w) > 1 and any(c.isdigit() for c in w)))
 
 
 def slug(text: str) -> str:
