@@ -212,6 +212,9 @@ NOT_RULES = [
     "did he run the migrations before merging?",
     "is anything over 20 kg a no-go for the landlord?",
     "nothing after the first week was booked, weirdly.",
+    # "one more thing:" leading into a request
+    "one more thing: Sara wants a summary of the outage for the weekly meeting.",
+    "one more thing: draft a short note for the change log, numbers included.",
     "I remember the old server was slow as anything.",
 ]
 

@@ -596,6 +596,25 @@ FLAG_OPEN = re.compile(
     r"(?:the )?usual (?:setup|rules|drill|deal|terms) appl(?:y|ies)|"
     r"to be (?:super |very |really )?clear)\b\s*(?:[:!,\u2014-]|that\b)"
 )
+# what follows "one more thing:" when it is a request, not a rule: "one more thing: Hannah
+# wants a paragraph each on ...", "one more thing: can you ...", "one last thing: draft ..."
+_ASKED_AFTER = re.compile(
+    r"(?:can|could|would) you\b|(?:please |pls )?(?:write|draft|send|check|look|make|add|fix|"
+    r"do|find|put|update|run)\b|[\w']+ (?:wants|asked for|needs) (?:a|an|some|you|me|us)\b"
+)
+
+
+def _flag_opens(lower: str) -> bool:
+    """Whether a sentence opens with a flag (`FLAG_OPEN`), and a "one more thing:" leads
+    into something other than a request."""
+    found = FLAG_OPEN.search(lower)
+    if found is None:
+        return False
+    if "thing" in found.group() and _ASKED_AFTER.match(lower[found.end() :].lstrip()):
+        return False
+    return True
+
+
 # a reminder of how things are, opening a sentence: "and remember service days run
 # 04:00 to 03:59 local", "remember the invoices need a PO number" (not "remember when")
 REMINDER = re.compile(
@@ -1030,7 +1049,7 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
     if (
         not score
         and not held.isdisjoint(_OPEN_WORDS)
-        and (FLAG_OPEN.search(lower) or REMINDER.search(lower))
+        and (_flag_opens(lower) or REMINDER.search(lower))
     ):
         score, best = 2.0, "flag"
     if not score:
