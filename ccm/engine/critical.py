@@ -610,9 +610,8 @@ def _flag_opens(lower: str) -> bool:
     found = FLAG_OPEN.search(lower)
     if found is None:
         return False
-    if "thing" in found.group() and _ASKED_AFTER.match(lower[found.end() :].lstrip()):
-        return False
-    return True
+    asked = _ASKED_AFTER.match(lower[found.end() :].lstrip()) is not None
+    return not ("thing" in found.group() and asked)
 
 
 # a reminder of how things are, opening a sentence: "and remember service days run
