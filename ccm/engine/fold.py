@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 33
+STATE_VERSION = 34
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -171,7 +171,7 @@ FOLLOW_UP = re.compile(
     r"clear)\b,? but (?:what about|how about|what if|does|do|is|are|can|will|then)\b"
 )
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
-LABEL = re.compile(r"^([a-z][\w#/+-]+)[.:]\s")
+LABEL = re.compile(r"^(?P<lead>(?:ok(?:ay)?|right|now)[,.]?\s+)?([a-z][\w#/+-]+)(?P<mark>[.:])\s")
 # back from a break: with the pause, a likelier new topic
 BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
 NOT_LABEL = frozenset(
@@ -182,6 +182,11 @@ NOT_LABEL = frozenset(
     fixed merged told found confirmed noted indeed nope pessimist decision decided verdict
     conclusion final bed bedtime night
     """.split()  # noqa: SIM905 - a word list reads better as text
+)
+# ... and words that take an answer as they open a turn ("ok fair. what about ..."): a word
+# alone after "ok" names a topic when it is none of these
+ACKNOWLEDGED = frozenset(
+    "fair lovely brilliant grand cheers ta gotcha understood awesome sweet excellent".split()  # noqa: SIM905
 )
 PENDING = re.compile(
     r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
@@ -806,8 +811,14 @@ def _topic_score(
         score, cue = 2.0, "shift"
     else:
         label = LABEL.match(head)
-        if label and label.group(1) not in NOT_LABEL and len(mine) >= 7:
-            score, cue = 1.0, "shift"
+        if label and label.group(2) not in NOT_LABEL and len(mine) >= 7:
+            # "logs. ...", and more so after the words that turn to it: "ok money. ..."
+            named = (  # "ok money. ...", not "ok problems: ..." nor "ok fair. ..."
+                label.group("lead")
+                and label.group("mark") == "."
+                and label.group(2) not in ACKNOWLEDGED
+            )
+            score, cue = (2.0 if named else 1.0), "shift"
     paused = gap is not None and gap >= params.time_gap_seconds / 4
     if gap is not None and gap >= params.time_gap_seconds:
         score, cue = score + 1.5, "time_gap" if cue == "cohesion" else cue
