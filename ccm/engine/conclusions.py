@@ -980,12 +980,19 @@ def _option_text(line: str) -> str:
     ("Brightwater: remote from Leeds, ...", "make the whole dinner gluten-free, ...")."""
     said = plain(line)
     name, colon, rest = said.partition(":")
-    if colon and len(name) <= OPTION_NAME:
-        if len(name.split()) >= OPTION_NAME_WORDS or not rest.strip():
-            return name.strip()
-        said = f"{name.strip()}: {rest.strip()}"  # "Brightwater: remote from Leeds, ..."
+    if (
+        colon
+        and len(name) <= OPTION_NAME
+        and (len(name.split()) >= OPTION_NAME_WORDS or not rest.strip())
+    ):
+        return name.strip()
     first = sentences(said)
     return clip(first[0] if first else said, OPTION_CHARS)
+
+
+# a sentence that opens on a label ("option B!! ...", "2. checked with the hostel"): only
+# then are the answers before the last read for labelled options (`_laid_out`)
+_LABEL_NEAR = re.compile(r"(?:^|[.!?]\s+)(?:option\s+|#)?(?:[A-H]|\d{1,2})(?=[.,:;)]?!*(?:\s|$))")
 
 
 def _laid_out(before: Sequence[tuple[str, str]]) -> str | None:
@@ -1163,7 +1170,8 @@ def detect(
         return None
     hits = set(_SCAN[role].findall(lower))
     offered = confirming and "**" in before[-1][1]  # options laid out, one may be named
-    laid_out = _laid_out(before) if confirming else None
+    # options laid out a question or two back, read only when the turn opens on a label
+    laid_out = _laid_out(before) if confirming and _LABEL_NEAR.search(text[:400]) else None
     if (
         not hits
         and not offered
