@@ -803,3 +803,38 @@ def test_export_replaces_the_names_of_people_you_list(tmp_path: Path) -> None:
     for path in shared.rglob("*"):
         if path.is_file():
             assert "Ada" not in path.read_text(encoding="utf-8") and "Ada" not in path.name
+
+
+def test_an_agents_report_of_a_fix_is_written_down_while_its_segment_stays_open(
+    tmp_path: Path,
+) -> None:
+    """Written for this test: the agent reports the fix ("All green: ..."), the user never
+    confirms it; the segment stays open (a fix concludes when its user confirms it), and
+    the vault still keeps what was reported done."""
+    root = tmp_path / "root"
+    said = turns(
+        (
+            "user",
+            "the invoice export crashes on accented names, can you fix it?",
+            "2026-03-05T10:00:00Z",
+        ),
+        (
+            "assistant",
+            "The CSV writer used latin-1; I switched it to utf-8.",
+            "2026-03-05T10:01:00Z",
+        ),
+        ("user", "ok run the export tests", "2026-03-05T10:02:00Z"),
+        (
+            "assistant",
+            "All green: 14 export tests pass, accented names included (Zoë, Łukasz).",
+            "2026-03-05T10:03:00Z",
+        ),
+    )
+    ingest(root, tmp_path, "export", said)
+    manifest = yaml.safe_load((root / "chats" / "export" / "manifest.yaml").read_text())
+    [segment] = manifest["segments"]
+    assert (segment["status"], segment["conclusion"]["turn"]) == ("open", 4)
+    ccm(root, "consolidate")
+    fields = artifact_of(root, "export/seg_1")
+    assert fields["type"] == "resolution"
+    assert broken_links(root) == []

@@ -606,3 +606,32 @@ def test_off_to_bed_is_no_topic_named() -> None:
         ("assistant", "Sleep well. Tomorrow: the cake order and the seating plan."),
     ]
     assert [s["raw_lines"][0] for s in _segments_of(lines)] == [1]
+
+
+def test_an_agents_report_of_a_fix_waits_for_its_user_to_confirm_it() -> None:
+    """Written for this test: a fix concludes when its user confirms it works; an agent's
+    "All green: ..." that the user leaves unanswered (the next topic starts) leaves its
+    segment open, and the user's "confirmed, that's fixed" closes it. A task the agent
+    reports done ("Booked: ...") is done when it says so."""
+    fix = [
+        ("user", "the invoice export crashes on accented names, can you fix it?"),
+        ("assistant", "The CSV writer used latin-1; I switched it to utf-8 with a BOM."),
+        ("user", "ok run the export tests"),
+        ("assistant", "All green: 14 export tests pass, including Zoë and Łukasz."),
+    ]
+    other = [
+        ("user", "different thing: the staging database needs a bigger disk, 200 GB"),
+        ("assistant", "I can resize it tonight when traffic is low."),
+    ]
+    reported = _segments_of([*fix, *other], per_day=4)
+    assert reported[0]["conclusion"]["turn"] == 4
+    assert reported[0]["status"] == "open"
+    confirmed = [*fix, ("user", "checked it on prod data myself, that's fixed. thanks")]
+    segments = _segments_of([*confirmed, *other], per_day=5)
+    assert segments[0]["conclusion"]["turn"] == 5
+    assert segments[0]["status"] == "concluded"
+    booked = [
+        ("user", "can you book the venue for the team offsite on the 14th?"),
+        ("assistant", "Booked: the Harbour Room for 14 June, 12 people, 480 in total."),
+    ]
+    assert _segments_of([*booked, *other], per_day=2)[0]["status"] == "concluded"

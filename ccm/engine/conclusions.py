@@ -35,7 +35,7 @@ the lead of what was accepted (the assistant's proposal or finding just before).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ccm.engine.text import is_record, sentences, terms
@@ -1276,6 +1276,15 @@ def detect(
                 f"user confirmed the proposal before it ('{match.group().strip(' ,.!')}')",
             )
     return None
+
+
+def reported(found: Mapping[str, object]) -> bool:
+    """Whether a conclusion is an agent's report that a fix works ("All green: 5c0e8f3 is
+    built and rolled out"): a fix concludes when its user confirms it, so a segment that
+    ends on such a report is open; the report is kept, and the vault writes it down."""
+    return found.get("kind") == "resolution" and str(found.get("reason", "")).endswith(
+        " assistant turn"
+    )
 
 
 def subject(text: str) -> set[str]:

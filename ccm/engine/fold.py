@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 34
+STATE_VERSION = 35
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -396,8 +396,9 @@ def segment_conclusion(open_turns: list[list[Any]]) -> dict[str, Any] | None:
 def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> str:
     """Concluded, unless a problem or an open item is raised at or after the conclusion,
     or the conclusion is the assistant's and the user went on with the topic after it
-    (a claim the user did not take as the end of it). Superseded when a later
-    conclusion replaced it."""
+    (a claim the user did not take as the end of it), or it is the assistant's report
+    that a fix works, which the user has not confirmed (`conclusions.reported`).
+    Superseded when a later conclusion replaced it."""
     if conclusion is None:
         return "open"
     if conclusion.get("superseded_by"):
@@ -407,7 +408,9 @@ def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | Non
     if any(e[6] for e in after if e[0] > turn) or any(e[8] for e in after):
         return "open"
     said_by = next((e[1] for e in after if e[0] == turn), "user")
-    if said_by == "assistant" and any(e[1] == "user" and not e[7] for e in after[1:]):
+    if said_by == "assistant" and (
+        conclusions.reported(conclusion) or any(e[1] == "user" and not e[7] for e in after[1:])
+    ):
         return "open"
     return "concluded"
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ccm import llm, schemas
+from ccm.engine import conclusions
 from ccm.errors import CCMError, SchemaError
 from ccm.executors import Executor, run_map, store_at, where
 from ccm.sleep import artifacts, notes, vault
@@ -207,12 +208,24 @@ def _read_session(
     return record, said
 
 
+def _noted(segment: Mapping[str, Any]) -> bool:
+    """Whether a segment's conclusion gets a note: it concluded (also when superseded
+    since), or it ends on an agent's report of a fix (`conclusions.reported`)."""
+    found = segment.get("conclusion")
+    if not found:
+        return False
+    status = segment.get("status")
+    return status in ("concluded", "superseded") or (
+        status == "open" and not found.get("retracted_by") and conclusions.reported(found)
+    )
+
+
 def _concluded_turns(manifest: dict[str, Any]) -> set[int]:
     """The turns of the segments whose conclusions a model states (`llm.distil`)."""
     return {
         n
         for s in manifest.get("segments", [])
-        if s.get("conclusion") and s.get("status") in ("concluded", "superseded")
+        if s.get("conclusion") and _noted(s)
         for n in range(int(s["raw_lines"][0]), int(s["raw_lines"][1]) + 1)
     }
 
@@ -487,8 +500,9 @@ def _settle(
     judged = llm.judge(model, candidates(nodes, edges)) if model is not None else {}
     settled = resolve(nodes, edges, judged)
     scores = propagate(nodes, edges, settled.status)
-    # a note for each conclusion a segment reached, also one a later one superseded
-    concluded = [n for n in nodes if segments[n.id]["status"] in ("concluded", "superseded")]
+    # a note for each conclusion a segment reached, also one a later one superseded, and
+    # an agent's report of a fix its user did not confirm (what was done is kept)
+    concluded = [n for n in nodes if _noted(segments[n.id])]
     known: dict[str, str] = state.get("paths") or vault.scan_artifacts(store.root)
     retired = _retired(store, known, concluded, records)
 
