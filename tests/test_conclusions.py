@@ -680,3 +680,42 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
     assert found is not None and found.kind == "decision"
     assert chosen in found.text
     assert detect(4, "user", "a quick one: is that per person?", ("assistant", answer)) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("right, the migration is finally done, that's a weight off", "task"),
+        ("ran it twice on the big tenant. the export's properly fixed this time", "resolution"),
+        ("the invoices are actually sorted now, Priya signed them off", "resolution"),
+        ("scrap the lease. we're going for the second unit on Dock Road", "decision"),
+        ("ok fine, we'll do it your way. no flat-pack, the oak shelves", "decision"),
+        ("good. that's what we do: one queue per tenant, retries capped at 3", "decision"),
+        ("argh, so close. Final: venue 2,100, catering 1,340, total 3,440.", "decision"),
+    ],
+)
+def test_settled_in_other_words(said: str, kind: str) -> None:
+    """Written for this test: a thing said done or fixed with a word of certainty between
+    ("finally done", "properly fixed this time"), an option taken ("we're going for the
+    second unit", "we'll do it your way", "that's what we do: ..."), figures called final
+    ("Final: ...")."""
+    before = [("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")]
+    found = detect(6, "user", said, before)
+    assert found is not None and found.kind == kind
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "is the migration really done? the dashboard still says 80%",
+        "it's not actually fixed, the export still drops the accents",
+        "we're going for a walk, back in an hour",
+        "is that what we do: wait for them to call?",
+        "the final is on sunday, can we finish before then?",
+    ],
+)
+def test_not_settled_in_other_words(said: str) -> None:
+    """Written for this test: the same words in a question, a negation, an errand and a
+    match conclude nothing."""
+    before = [("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")]
+    assert detect(6, "user", said, before) is None

@@ -89,6 +89,8 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 _WORD = r"[\w.+/#'-]+"
+# said as settled: "backups are properly done now", "certs are finally fixed"
+_SURELY = r"(?:(?:properly|finally|really|actually|officially|definitely|truly|well and truly)\s+)?"
 # Each cue: its kind, the anchors one of which a sentence must hold for it to match (a
 # substring test costs far less than a pattern scanning the sentence, and most
 # sentences hold no anchor of most cues), and the pattern.
@@ -100,8 +102,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\b(?:that|this|it|which)(?:'s| is| has)? (?:fixed|solved|resolved) (?:it|that|the)\b",
             r"(?<!needed )(?<!need )(?<!get )(?<!be )(?<!have )(?:^|\b(?:is|'s|are|now|all|got|"
-            r"been|one'?s|bug'?s)\s+)(?:fixed|solved|resolved)(?=\s*(?:[,.;!\u2014-]|$|then|now|"
-            r"for real|too|as well|\w*\s*[\U0001f389\u2705\u2714]))",
+            r"been|one'?s|bug'?s)\s+"
+            + _SURELY
+            + r")(?:fixed|solved|resolved)(?=\s*(?:[,.;!\u2014-]|$|"
+            r"then|now|for real|this time|too|as well|\w*\s*[\U0001f389\u2705\u2714]))",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
             r"(?:fixed|solved|resolved)\b",
             r"\bproblem solved\b",
@@ -118,6 +122,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
             r"(?:[a-z][\w-]*|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
+            # "the invoices are actually sorted now" (not "sorted by date")
+            r"\b(?:is|are|'s|'re)\s+(?:properly|finally|really|actually|officially|definitely|"
+            r"truly) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|this time))",
         ),
     ),
     # a fix called so: "I'll call that one fixed", "call it solved"
@@ -353,8 +360,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r",\s*(?:thanks?|thank you|cheers|ta)\b)",
             # what was done, then "done" after a colon: "release cut: done", "docs: done."
             r"^(?:[\w-]+ ){0,2}[\w-]+:\s*(?:done|finished|complete)\b(?=\s*(?:[,.;!\u2714\u2705]|$))",
-            r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+(?:done|finished|completed|"
-            r"complete|merged|deployed|shipped|in place)\b(?! with\b)",
+            r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+"
+            + _SURELY
+            + r"(?:done|finished|"
+            r"completed|complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
         ),
@@ -430,7 +439,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     (
         "decision",
-        ("go with", "going with", "stick with", "go for", "settle on"),
+        ("go with", "going with", "stick with", "go for", "going for", "settle on"),
         _rx(
             r"\b(?:let'?s|we'?ll|we will|we're going to|i'?ll|i will)\s+"
             r"(?:go with|stick with|go for|settle on)\b",
@@ -439,6 +448,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"settle on)\b",
             r"(?:^|[,.;:!]\s*)(?:ok(?:ay)?|great|fine|good|alright|right|perfect|nice|yes|so)?[, ]*"
             r"(?:go|going) with\b",
+            # "forget renting. we're going for the flat" (not "going for a walk")
+            r"\b(?:we'?re|i'?m|we are|i am) going for (?:the|option|plan)\b",
         ),
     ),
     # a choice reported made: "we went with Plan B", "I picked the 45", "we're switching. Otis."
@@ -483,10 +494,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # answer: the 14:05 train" (not "the final list is due friday")
     (
         "decision",
-        ("final ",),
+        ("final ", "final:"),
         _rx(
-            r"(?:^|[.;!]\s*)(?:ok(?:ay)?,? |so,? |right,? )?final (?:list|plan|answer|version|"
-            r"numbers?|budget|call|decision|line-?up|menu|order|figures?|headcount)\s*[:\u2014-]"
+            r"(?:^|[.;!]\s*)(?:ok(?:ay)?,? |so,? |right,? )?final(?: (?:list|plan|answer|version|"
+            r"numbers?|budget|call|decision|line-?up|menu|order|figures?|headcount))?\s*[:\u2014-]"
         ),
     ),
     # a change made in so many words: "we're moving it, wedding is Saturday 3 October",
@@ -539,6 +550,16 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:^|[.;!,]\s*)(?:ok(?:ay)?,? |fine,? |so |then )?(?:we|let'?s|i'?ll|we'?ll) "
             r"[^.?!]{0,80}?\b(?:like|as|the way) you (?:described|suggested|proposed|laid out|"
             r"outlined)\b"
+        ),
+    ),
+    # the proposal taken whole: "fine, we'll do it your way. no kits.", "good. that's what
+    # we do: worker-scoped bakery from factories, ..."
+    (
+        "decision",
+        ("your way", "what we do", "what we'll do"),
+        _rx(
+            r"\b(?:we'?ll|we will|let'?s|i'?ll|we) (?:do it|go) your way\b",
+            r"\bthat'?s what we(?:'ll| will)? do\s*[:.!]",
         ),
     ),
     # taken, if not loved: "16,315. I can live with that."
