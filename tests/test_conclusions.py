@@ -719,3 +719,43 @@ def test_not_settled_in_other_words(said: str) -> None:
     match conclude nothing."""
     before = [("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")]
     assert detect(6, "user", said, before) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
+        ("5 of 20 before, 20 of 20 after. ok THIS one's finally gone. merge it", "resolution"),
+        ("hmm. well that's that then. the loft stays a loft", "decision"),
+        ("cheap and ugly vs dear and pretty. ugly wins. order the steel ones", "decision"),
+        ("ran the audit, nothing found. ok that answers OPS-88.", "answer"),
+    ],
+)
+def test_closed_in_so_many_words(said: str, kind: str) -> None:
+    """Written for this test: "that's nailed", a fix called gone with a word of certainty
+    ("this one's finally gone"), "that's that then", one side of a trade-off that "wins",
+    a ticket's question answered ("that answers OPS-88")."""
+    before = [("assistant", "The steel shelves cost 90, the oak 240. The audit ran clean.")]
+    found = detect(6, "user", said, before)
+    assert found is not None and found.kind == kind
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "and there it is. the nightly went red again, same test",
+        "ok here it is, the full log from last night",
+        "but I just ran it in a fresh folder and it works fine for me, must be his cache",
+        "weird, it works locally. CI must have a stale image",
+        "that's that, for now. the council says 8 to 10 weeks",
+        "who wins if they both bid the same?",
+        "we really nailed that one didn't we. texts went out at 7 again",
+    ],
+)
+def test_not_closed_in_so_many_words(said: str) -> None:
+    """Written for this test: "there it is" shows a thing, it is no choice; a fix that
+    works where the user tried it ("works fine for me", "works locally") is not the fix
+    of where it failed; a matter set aside "for now", a question, and sarcasm close
+    nothing."""
+    before = [("assistant", "The steel shelves cost 90, the oak 240. The audit ran clean.")]
+    assert detect(6, "user", said, before) is None

@@ -141,6 +141,14 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("did it", "did the trick", "was it"),
         _rx(r"\b(?:that|this|it) (?:did it|did the trick|was it)\b"),
     ),
+    # "both sets of answers survive. that's nailed. commit it" (not "nailed down by")
+    (
+        "resolution",
+        ("nailed",),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:ok(?:ay)?,? |right,? |yes,? )?(?:that'?s|it'?s) nailed\s*(?:[.,;!]|$)"
+        ),
+    ),
     (
         "resolution",
         ("dead", "gone"),
@@ -150,6 +158,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error|flake|race|crash|"
             r"deadlock|regression)s?(?:'s| is| are)? (?:gone|dead)\b",
             r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
+            # "ok THAT one's actually dead", "this one's finally gone"
+            r"\b(?:that|this) one(?:'s| is) " + _SURELY + r"(?:dead|gone)\b",
         ),
     ),
     (
@@ -157,6 +167,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("works", "working"),
         _rx(
             r"\b(?:works|working) (?:now|again|for real|fine now)\b|(?<!how )\bit works\b(?! on my)"
+            # it works where the user tried it, not where it failed: "it works fine for me"
+            r"(?!(?: fine| ok(?:ay)?| just fine)? (?:for me|here|locally)\b)"
         ),
     ),
     (
@@ -203,7 +215,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("answers",),
         _rx(
             r"\bthat answers (?:it|my question|the question|that|"
-            r"what (?:i|we) (?:needed|wanted|asked|was asking|were asking)\b)"
+            r"what (?:i|we) (?:needed|wanted|asked|was asking|were asking)\b|"
+            r"#?[a-z]*-?\d+\b)"  # a ticket answered: "ok that answers #214"
         ),
     ),
     ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
@@ -424,7 +437,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             rf"\b(?<!\bas )(?<!\bhow )(?<!\bwhat )(?<!\bwhere )(?<!\bway )"
             rf"{_WORD}(?: {_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
-            rf"(?<!\bway) it is\b"
+            rf"(?<!\bway)(?<!\bthere)(?<!\bhere) it is\b"  # not "and there it is."
             r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
         ),
     ),
@@ -490,6 +503,17 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ),
     ),
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    # a matter closed in so many words: "yeah. that's that then, bertie's out"; one side
+    # of a trade-off taken: "instagram cosy vs pip having somewhere to lie. pip wins."
+    (
+        "decision",
+        ("that's that", "thats that", "that is that", " wins"),
+        _rx(
+            r"(?:^|[.;!,]\s*)(?:(?:ok(?:ay)?|right|well|so|yeah)[,.]?\s+)?that(?:'?s| is) that"
+            r"(?: then)?\s*(?:[.,;!]|$)(?!,? for now)",
+            r"(?:^|[.;!?]\s+)[\w-]+(?: [\w-]+)? wins\s*[.!]",
+        ),
+    ),
     # a list, a plan or a figure called final: "ok FINAL list: 37 guests, ...", "final
     # answer: the 14:05 train" (not "the final list is due friday")
     (
