@@ -128,6 +128,8 @@ RULES = [
     # whatever fails a test, ruled out
     "his rule, and I agree: the cat never goes in the nursery.",
     "run the linter before pushing, CI is slow enough already.",
+    # a thing kept however else the plan moves
+    "the API keeps its v1 routes until next summer, whatever else we change.",
     "the cat stays out of the baby's bedroom.",
     "any flat without a lift is a no-go for us.",
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule

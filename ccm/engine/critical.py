@@ -139,9 +139,10 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "flag",
         "whatever whichever whoever wherever matter",
-        r"\bwhatever (?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
+        r"\bwhatever (?:else )?(?:happens|the (?:reason|cost|excuse|circumstances|deadline)|"
         r"(?:we|you|i|they) (?:end up )?(?:do|doing|pick|picking|choose|choosing|build|"
-        r"building|decide|deciding|go with|paste|post|share|send|show|print|log|commit|write)|"
+        r"building|decide|deciding|go with|paste|post|share|send|show|print|log|commit|write|"
+        r"change|changing)|"
         r"[\w']+(?: [\w']+)? (?:says|said|offers|asks|thinks))\b|"
         r"\bwhichever [\w']+(?: [\w']+)? (?:it is|we pick|you pick|i pick|wins|happens)\b|"
         # "a proper employee, W-2, whoever we end up hiring"
