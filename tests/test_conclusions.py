@@ -759,3 +759,39 @@ def test_not_closed_in_so_many_words(said: str) -> None:
     nothing."""
     before = [("assistant", "The steel shelves cost 90, the oak 240. The audit ran clean.")]
     assert detect(6, "user", said, before) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
+        ("right, decision: we keep the monolith for v3, services can wait", "decision"),
+        ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
+        ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
+        ("Kim added two more, so final headcount is 48. booking the coach", "decision"),
+    ],
+)
+def test_closed_with_the_words_around_it(said: str, kind: str) -> None:
+    """Written for this test: the one thing in hand called sorted ("that sync's sorted"),
+    "decision:" after "right,", "done with that one", an answer taken as "exactly the
+    checklist we needed", a figure called final ("final headcount is 48")."""
+    before = [("assistant", "The checklist: 1. the sync job 2. the coach 3. the auditors.")]
+    found = detect(6, "user", said, before)
+    assert found is not None and found.kind == kind
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "ok I think that's it for tonight. layout's sorted, quote's sorted",
+        "are we done with that one? there's still the cron",
+        "is the final headcount due friday?",
+        "the final total is still anyone's guess",
+        "what exactly do they need from us?",
+    ],
+)
+def test_not_closed_with_the_words_around_it(said: str) -> None:
+    """Written for this test: a recap of several things called sorted while stopping for
+    the night, a question, a figure not given, a question about what is needed."""
+    before = [("assistant", "The checklist: 1. the sync job 2. the coach 3. the auditors.")]
+    assert detect(6, "user", said, before) is None

@@ -122,6 +122,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
             r"(?:[a-z][\w-]*|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
+            # the one thing in hand, named: "good, that job's sorted" (not a recap of several,
+            # "layout's sorted, quote's sorted")
+            r"\b(?:that|this) [a-z][\w-]*(?:'s| is) sorted(?=\s*(?:[.;!\u2014-]|$|then|now|"
+            r"for real))",
             # "the invoices are actually sorted now" (not "sorted by date")
             r"\b(?:is|are|'s|'re)\s+(?:properly|finally|really|actually|officially|definitely|"
             r"truly) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|this time))",
@@ -217,6 +221,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bthat answers (?:it|my question|the question|that|"
             r"what (?:i|we) (?:needed|wanted|asked|was asking|were asking)\b|"
             r"#?[a-z]*-?\d+\b)"  # a ticket answered: "ok that answers #214"
+        ),
+    ),
+    # "this is really helpful, exactly the list I needed", "that's exactly what she needs"
+    (
+        "answer",
+        ("exactly",),
+        _rx(
+            r"\bexactly (?:the [\w-]+(?: [\w-]+)?|what) (?:i|we|she|he|they) "
+            r"(?:needed|wanted|was after|were after|need|needs|want|wants)\b"
         ),
     ),
     ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
@@ -379,6 +392,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"completed|complete|merged|deployed|shipped|in place)\b(?! with\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
+            # "deployed, 9d24be0 on the box. done with that one"
+            r"\bdone with (?:that|this)(?: one)?\s*(?:[.!]|$)",
         ),
     ),
     # done, said with an idiom: "that's the budget put to bed", "the venue's in the bag"
@@ -445,7 +460,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "decision",
         ("decision", "decided", "verdict"),
         _rx(
-            r"^(?:final\s+)?(?:decision|decided|verdict)\s*[:\-\u2014]",
+            r"^(?:(?:ok(?:ay)?|right|so|fine)[,.]?\s+)?(?:final\s+)?(?:decision|decided|verdict)"
+            r"\s*[:\-\u2014]",
             r"\b(?:(?:we|i)\s*(?:'ve|have)?\s+)?decided\b(?! (?:to wait|not yet|later))",
             r"\b(?:the|our|final)\s+decision\s+is\b",
         ),
@@ -521,7 +537,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("final ", "final:"),
         _rx(
             r"(?:^|[.;!]\s*)(?:ok(?:ay)?,? |so,? |right,? )?final(?: (?:list|plan|answer|version|"
-            r"numbers?|budget|call|decision|line-?up|menu|order|figures?|headcount))?\s*[:\u2014-]"
+            r"numbers?|budget|call|decision|line-?up|menu|order|figures?|headcount))?\s*[:\u2014-]",
+            # "so final list is 52. locked", "final total comes to £1,834"
+            r"\bfinal (?:list|numbers?|budget|headcount|count|total|price|figure|bill)s? "
+            r"(?:is|are|=|comes to|came to) (?:at |now )?[\u00a3$\u20ac]?\d",
         ),
     ),
     # a change made in so many words: "we're moving it, wedding is Saturday 3 October",
