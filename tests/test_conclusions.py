@@ -769,6 +769,8 @@ def test_not_closed_in_so_many_words(said: str) -> None:
         ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
         ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
         ("Kim added two more, so final headcount is 48. booking the coach", "decision"),
+        ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
+        ("ok that's clear. the permit first, then the survey. thanks", "answer"),
     ],
 )
 def test_closed_with_the_words_around_it(said: str, kind: str) -> None:
@@ -788,6 +790,8 @@ def test_closed_with_the_words_around_it(said: str, kind: str) -> None:
         "is the final headcount due friday?",
         "the final total is still anyone's guess",
         "what exactly do they need from us?",
+        "that's clear as mud, what does the form want?",
+        "is the login flow sorted?",
     ],
 )
 def test_not_closed_with_the_words_around_it(said: str) -> None:
