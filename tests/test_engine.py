@@ -403,6 +403,12 @@ WEDDING = [
         [("user", "Other news, less fun: the barn has doubled the deposit to 800.")],
         [("user", "and while we're on money, the photographer wants 300 up front now.")],
         [("user", "ok flowers. the florist wants 200 up front and peonies decided by friday.")],
+        [
+            (
+                "user",
+                "ok the photographer. she wants the shot list by friday, 300 up front and the church times.",
+            )
+        ],
     ],
 )
 def test_a_user_turn_that_raises_another_topic_starts_a_segment(
@@ -635,3 +641,28 @@ def test_an_agents_report_of_a_fix_waits_for_its_user_to_confirm_it() -> None:
         ("assistant", "Booked: the Harbour Room for 14 June, 12 people, 480 in total."),
     ]
     assert _segments_of([*booked, *other], per_day=2)[0]["status"] == "concluded"
+
+
+def test_a_claim_quoted_back_as_not_holding_reopens_its_segment() -> None:
+    """Written for this test: "insurance sorted ✅", then other topics, then "so much for
+    sorted: the insurer wants the engine number after all" takes that claim back, however
+    many segments ago it was made; a claim it does not quote stays."""
+    lines = [
+        ("user", "can you help me get the van insured before the trip on the 12th?"),
+        ("assistant", "Vansure quoted 480 for the year, fully comp, conversion declared."),
+        ("user", "rang them back and paid. insurance sorted \u2705"),
+        ("assistant", "Good. That leaves the route and the campsites."),
+        ("user", "different thing: the route. I want the coast road north, two nights on the way"),
+        ("assistant", "Then Whitby on night one and Alnmouth on night two."),
+        ("user", "perfect, Whitby then Alnmouth, booked both. route's done"),
+        ("assistant", "Both sites take dogs, and the Alnmouth one has hook-ups."),
+        ("user", "ugh. vansure rang. so much for sorted: they want the engine number after all"),
+        ("assistant", "It's on the V5C, section 5; send it today so the cover starts."),
+    ]
+    segments = _segments_of(lines, per_day=20)
+    by_first = {s["raw_lines"][0]: s for s in segments}
+    assert by_first[1]["conclusion"]["turn"] == 3
+    assert by_first[1]["status"] == "open"
+    assert by_first[1]["conclusion"]["retracted_by"] == 9
+    route = next(s for s in segments if s["raw_lines"][0] <= 7 <= s["raw_lines"][1])
+    assert route["status"] == "concluded"

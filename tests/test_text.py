@@ -104,3 +104,11 @@ def test_a_full_stop_after_an_abbreviation_does_not_end_the_sentence() -> None:
         "I said no.",
         "Then we stopped!",
     ]
+
+
+def test_fillers_are_no_topic_words() -> None:
+    """Written for this test: "hmm", "ugh", "lol", "btw", "fyi" say how something is said,
+    not what about: a topic is never named after them."""
+    found = text.terms("hmm ugh, the nightly deploy broke again lol. btw fyi the cert expires")
+    assert not {"hm", "hmm", "ugh", "lol", "btw", "fyi"} & set(found)
+    assert {"nightly", "deploy", "cert"} <= set(found)

@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 40
+STATE_VERSION = 41
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -171,7 +171,9 @@ FOLLOW_UP = re.compile(
     r"clear)\b,? but (?:what about|how about|what if|does|do|is|are|can|will|then)\b"
 )
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
-LABEL = re.compile(r"^(?P<lead>(?:ok(?:ay)?|right|now)[,.]?\s+)?([a-z][\w#/+-]+)(?P<mark>[.:])\s")
+LABEL = re.compile(
+    r"^(?:(?P<lead>(?:ok(?:ay)?|right|now)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
+)
 # back from a break: with the pause, a likelier new topic
 BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
 NOT_LABEL = frozenset(
@@ -604,6 +606,34 @@ def _said(found: dict[str, Any]) -> str:
     return str(found.get("said") or found["text"])
 
 
+# a claim taken back by its own words: "so much for signed and sealed", "so much for fixed"
+SO_MUCH_FOR = re.compile(
+    r"\bso much for ['\"\u2018\u201c]?([a-z][\w' -]{1,40}?)['\"\u2019\u201d]?\s*(?:[.,;:!?)]|$)"
+)
+RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
+
+
+def _taken_back(state: State, turn: int, text: str) -> None:
+    """A user quoting a conclusion to say it did not hold ("so much for signed and
+    sealed", "so much for 'should stop the crash'") reopens the latest segment, however
+    far back, whose conclusion said those words."""
+    match = SO_MUCH_FOR.search(text.lower())
+    if match is None:
+        return
+    words = " ".join(match.group(1).split())
+    segments = state["segments"]
+    for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_BACK), -1):
+        segment = segments[index]
+        found = segment["conclusion"]
+        if segment["status"] != "concluded" or found is None:
+            continue
+        if words in " ".join(_said(found).lower().split()):
+            segment["conclusion"] = {**found, "retracted_by": turn}
+            segment["status"] = "open"
+            _bump(state, index)
+            return
+
+
 def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = False) -> None:
     """A user reporting that something fails again takes back the latest fix or task
     a recent closed segment concluded on it (a premature "FIXED"): that segment is open
@@ -969,6 +999,8 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         _register_conclusion(state, found, state["current"]["id"], text)
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
+    if role == "user" and "so much for" in lower:
+        _taken_back(state, number, text)
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
         # one that comes back ("great, NaN again"), leaves an earlier fix alone

@@ -27,6 +27,7 @@ STOPWORDS = frozenset(
     make made need needs thing things something anything know think see look maybe still
     even much many lot way back new good great right sounds sound let's i'm it's that's
     don't can't won't i've i'll you're we're there's said say says tell told way ve d s t m
+    hm hmm hmmm ugh argh lol haha btw fyi tbh
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
