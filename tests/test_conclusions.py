@@ -799,3 +799,35 @@ def test_not_closed_with_the_words_around_it(said: str) -> None:
     the night, a question, a figure not given, a question about what is needed."""
     before = [("assistant", "The checklist: 1. the sync job 2. the coach 3. the auditors.")]
     assert detect(6, "user", said, before) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
+        ("brilliant, the timeout is finally gone. ship it", "resolution"),
+        ("soup, the lamb, lemon tart. that's the menu", "decision"),
+        ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
+    ],
+)
+def test_named_as_the_fix_or_the_set(said: str, kind: str) -> None:
+    """Written for this test: "this is the real fix", a failure "finally gone", what was
+    put together called "the menu" or "our split"."""
+    before = [("assistant", "Since the deploy: 0 of 1,900 orders stuck, 11 stale writes refused.")]
+    found = detect(6, "user", said, before)
+    assert found is not None and found.kind == kind
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "is that the fix you meant, or the one from yesterday?",
+        "that is the fix we should try first, then the index",
+        "what's the menu looking like so far?",
+        "the timeout is gone from the logs? all of them?",
+    ],
+)
+def test_not_named_as_the_fix_or_the_set(said: str) -> None:
+    """Written for this test: questions, and a fix still to try."""
+    before = [("assistant", "Since the deploy: 0 of 1,900 orders stuck, 11 stale writes refused.")]
+    assert detect(6, "user", said, before) is None

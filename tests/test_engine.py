@@ -666,3 +666,23 @@ def test_a_claim_quoted_back_as_not_holding_reopens_its_segment() -> None:
     assert by_first[1]["conclusion"]["retracted_by"] == 9
     route = next(s for s in segments if s["raw_lines"][0] <= 7 <= s["raw_lines"][1])
     assert route["status"] == "concluded"
+
+
+def test_a_question_about_another_failure_leaves_a_fix_just_made() -> None:
+    """Written for this test: "the leak is dead, closing that one", then "and the stuck
+    orders? anything new since the deploy?" asks about another thing; it reports no
+    failure, and the fix stays concluded. "orders are stuck again" would report one."""
+    lines = [
+        ("user", "the worker's memory keeps climbing since the upgrade, can you find it?"),
+        ("assistant", "An unbounded cache in menu_for; 2.5.1 caps it at 512 entries. Deployed."),
+        ("user", "grafana says 208 MB and flat three hours on. the leak is dead, closing that one"),
+        ("assistant", "Good. The cache is keyed on restaurant and menu version now."),
+        ("user", "and the stuck orders? anything new since the deploy went out?"),
+        ("assistant", "Checking prod for orders pending more than 10 minutes."),
+    ]
+    segments = _segments_of(lines)
+    fix = next(s for s in segments if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    assert (fix["conclusion"]["turn"], fix["status"]) == (3, "concluded")
+    stuck = [*lines[:4], ("user", "ugh, orders are stuck again since the deploy")]
+    fix = next(s for s in _segments_of(stuck) if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    assert fix["status"] == "open"

@@ -146,6 +146,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("did it", "did the trick", "was it"),
         _rx(r"\b(?:that|this|it) (?:did it|did the trick|was it)\b"),
     ),
+    # "ok THAT is the real fix, race closed for good" (not "that is the fix we'll try")
+    (
+        "resolution",
+        ("the fix", "the real fix", "the actual fix", "the proper fix"),
+        _rx(
+            r"\b(?:that|this)(?:'s| is| was) (?:the |our )?(?:real |actual |proper )?fix\b"
+            r"(?!\s+(?:we|i|you|to|for|if|that|would|will|could|might|should)\b)"
+        ),
+    ),
     # "both sets of answers survive. that's nailed. commit it" (not "nailed down by")
     (
         "resolution",
@@ -162,7 +171,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:dead|gone)\b",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error|flake|race|crash|"
             r"deadlock|regression)s?(?:'s| is| are)? (?:gone|dead)\b",
-            r"\b(?:is|are) dead\b|\b(?:is|are) gone\b|^(?:\w+ ){0,2}gone\b",
+            r"\b(?:is|are) " + _SURELY + r"dead\b|\b(?:is|are) " + _SURELY + r"gone\b|"
+            r"^(?:\w+ ){0,2}gone\b",
             # "ok THAT one's actually dead", "this one's finally gone"
             r"\b(?:that|this) one(?:'s| is) " + _SURELY + r"(?:dead|gone)\b",
         ),
@@ -641,6 +651,27 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bthat'?s (?:the|our) (?:[\w-]+ ){1,2}plan\s*[.!]?$",
             # a policy named as settled: "ok yes, that's my invoicing policy."
             r"\bthat'?s (?:the|our|my) (?:[\w-]+ ){0,2}(?:policy|process|routine)\s*[.!]?$",
+        ),
+    ),
+    # what was put together, called the one: "GCSE both tiers + KS3. that's the menu",
+    # "perfect, that's our split." (not "that's the menu for tonight?")
+    (
+        "decision",
+        (
+            "menu",
+            "split",
+            "schedule",
+            "route",
+            "itinerary",
+            "layout",
+            "timetable",
+            "rota",
+            "line-up",
+            "lineup",
+        ),
+        _rx(
+            r"\bthat'?s (?:the|our|my) (?:new |final )?(?:menu|split|schedule|route|itinerary|layout|"
+            r"timetable|rota|line-?up)\s*[.!]?$"
         ),
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),

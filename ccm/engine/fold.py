@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 41
+STATE_VERSION = 42
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -613,6 +613,18 @@ SO_MUCH_FOR = re.compile(
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
+def _reports_failure(lower: str) -> bool:
+    """Whether a user's turn reports something failing: a sentence says so, not a question
+    asks about it ("and the stuck orders? anything new?" asks; "orders are stuck again"
+    reports)."""
+    if not BLOCKER.search(lower):
+        return False
+    return any(
+        BLOCKER.search(sentence) and not sentence.rstrip().endswith("?")
+        for sentence in sentences(lower)
+    )
+
+
 def _taken_back(state: State, turn: int, text: str) -> None:
     """A user quoting a conclusion to say it did not hold ("so much for signed and
     sealed", "so much for 'should stop the crash'") reopens the latest segment, however
@@ -976,7 +988,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         state["current"] = _new_segment(state, "cohesion")
         state["current"]["open"].append(moved)
     lower = text.lower()
-    failure = role == "user" and bool(BLOCKER.search(lower))
+    failure = role == "user" and _reports_failure(lower)
     pending = role in ("user", "assistant") and bool(PENDING.search(lower))
     entry = [
         number,
