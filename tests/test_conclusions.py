@@ -831,3 +831,23 @@ def test_not_named_as_the_fix_or_the_set(said: str) -> None:
     """Written for this test: questions, and a fix still to try."""
     before = [("assistant", "Since the deploy: 0 of 1,900 orders stuck, 11 stale writes refused.")]
     assert detect(6, "user", said, before) is None
+
+
+def test_a_failure_word_naming_a_part_or_asked_about_after_does_not_undo_it() -> None:
+    """Written for this test: "the error handler's done" (the failure word names the part
+    done), and "it's fixed, for real this time." followed by a question that names a
+    failure ("what was the commit for the timeout again?") still conclude; a failure
+    reported after it ("tests done, but the error is back") still vetoes."""
+    before = [("assistant", "500 of 500 delivered after the kill; the handler returns codes now.")]
+    done = detect(6, "user", "nice, the error handler's done then. open the PR", before)
+    assert done is not None and done.kind == "task"
+    fixed = detect(
+        6,
+        "user",
+        "ok NOW it's fixed, for real this time. for the write-up: what was the commit for "
+        "the timeout error again?",
+        before,
+    )
+    assert fixed is not None and fixed.kind == "resolution"
+    assert detect(6, "user", "tests done, but the error is back", before) is None
+    assert detect(6, "user", "the run finished. still red, different error", before) is None

@@ -803,9 +803,10 @@ NO_FAILURE = re.compile(
     r"\b(?:works?|working|green|passing|passes|running|up|back|fine|healthy|stable|happy)\s+$"
 )
 # what follows a failure word that names it as the thing fixed: "crash (loop) is fixed"
+# ("the error handler's done": a failure word naming a part, the part done)
 FIXED_AFTER = re.compile(
-    r"(?: loops?)?(?: (?:is|are|was|were|has been|have been|'s))?(?: now| finally| all)?"
-    r" (?:fixed|sorted|solved|resolved|gone)\b"
+    r"(?: loops?| [a-z][\w-]*)?(?:'s| (?:is|are|was|were|has been|have been|'s))?"
+    r"(?: now| finally| all| properly| actually)? (?:fixed|sorted|solved|resolved|gone|done)\b"
 )
 HEDGE = _rx(
     r"\b(?:probably|maybe|perhaps|possibly|might|i think|i guess|i bet|i suspect|pretty sure|"
@@ -1313,8 +1314,13 @@ def detect(
                 # step of a fix (the fix concludes when it is seen to work)
             if kind == "resolution" and confirming and _still_running(before[-1][1]):
                 continue  # "CI is running again." / "Nice. That's CI fixed then."
-            if kind in ("resolution", "task") and _has_failure(following):
-                continue  # "the run finished. still red, different error"
+            if (
+                kind in ("resolution", "task")
+                and _has_failure(following)
+                and not following.rstrip().endswith("?")
+            ):
+                continue  # "the run finished. still red, different error" (a question
+                # after it, "what was the commit for that error again?", reports none)
             if kind in ("resolution", "task") and _partial(sentence):
                 continue  # "13 of 14 tests green": not yet
             if kind in ("task", "resolution", "decision") and (
