@@ -560,3 +560,18 @@ def test_the_items_listed_under_the_fixed_points_are_rules() -> None:
     )
     found = [item for _, item in detect("user", text)]
     assert any(item.startswith("home by 7pm on the sunday") for item in found)
+
+
+def test_a_rule_announced_as_one_keeps_every_sentence_that_follows_it() -> None:
+    """Written for this test: "house rule from now on: ..." then the sentences that spell
+    it out are one item, to the end of the paragraph or a question."""
+    text = (
+        "right. house rule from now on: invoices go out on the 1st. no line items without a "
+        "PO number, no handwritten totals. clients get the PDF and a one-line summary. "
+        "anything unusual comes to me first. does that cover the retainer too?"
+    )
+    [(_, item)] = detect("user", text)
+    assert item.startswith("house rule from now on: invoices go out on the 1st.")
+    assert "clients get the PDF and a one-line summary." in item
+    assert "anything unusual comes to me first" in item
+    assert "retainer" not in item

@@ -1005,6 +1005,12 @@ def _another_rule(parts: list[str], rules: list[int], window: list[int], index: 
     return bool(colon) and len(terms(stated)) >= 3
 
 
+# a rule announced as one, its words to follow: "rule from now on: ...", "new rule: ..."
+RULE_SAID = re.compile(
+    r"\b(?:new |house |hard |golden )?rules?(?: from now on| for [\w -]{1,20})?:\s"
+)
+
+
 def _goes_with(rule: str, after: str) -> bool:
     """Whether the sentence `after` a rule belongs to it: it points back at it, gives its
     reason, or shares what it is about."""
@@ -1114,6 +1120,13 @@ def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> lis
             after = parts[index + 1] if index + 1 < len(parts) else None
             if after and not QUESTION.search(after.lower()) and _goes_with(parts[index], after):
                 chosen.add(index + 1)
+            if RULE_SAID.search(parts[index].lower()):
+                # "rule from now on: keep the errors customer-safe. no stack traces, no
+                # sql. customers get a code and the request id.": all of it, to a question
+                for later in range(index + 1, len(parts)):
+                    if QUESTION.search(parts[later].lower()):
+                        break
+                    chosen.add(later)
             if _led_into(parts, index):
                 chosen.add(index - 1)
         windows: list[list[int]] = []
