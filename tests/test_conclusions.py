@@ -682,155 +682,80 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
     assert detect(4, "user", "a quick one: is that per person?", ("assistant", answer)) is None
 
 
-@pytest.mark.parametrize(
-    ("said", "kind"),
-    [
-        ("right, the migration is finally done, that's a weight off", "task"),
-        ("ran it twice on the big tenant. the export's properly fixed this time", "resolution"),
-        ("the invoices are actually sorted now, Priya signed them off", "resolution"),
-        ("scrap the lease. we're going for the second unit on Dock Road", "decision"),
-        ("ok fine, we'll do it your way. no flat-pack, the oak shelves", "decision"),
-        ("good. that's what we do: one queue per tenant, retries capped at 3", "decision"),
-        ("argh, so close. Final: venue 2,100, catering 1,340, total 3,440.", "decision"),
-    ],
-)
-def test_settled_in_other_words(said: str, kind: str) -> None:
-    """Written for this test: a thing said done or fixed with a word of certainty between
-    ("finally done", "properly fixed this time"), an option taken ("we're going for the
-    second unit", "we'll do it your way", "that's what we do: ..."), figures called final
-    ("Final: ...")."""
-    before = [("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")]
-    found = detect(6, "user", said, before)
+# Written for these tests: ways of saying that something is settled (what held-out
+# conversations showed past the cue words), each with its kind, and the same words in
+# turns that settle nothing.
+SETTLED = [
+    # a word of certainty between: "finally done", "properly fixed this time"
+    ("right, the migration is finally done, that's a weight off", "task"),
+    ("ran it twice on the big tenant. the export's properly fixed this time", "resolution"),
+    ("the invoices are actually sorted now, Priya signed them off", "resolution"),
+    ("5 of 20 before, 20 of 20 after. ok THIS one's finally gone. merge it", "resolution"),
+    ("brilliant, the timeout is finally gone. ship it", "resolution"),
+    # an option taken in other words
+    ("scrap the lease. we're going for the second unit on Dock Road", "decision"),
+    ("ok fine, we'll do it your way. no flat-pack, the oak shelves", "decision"),
+    ("good. that's what we do: one queue per tenant, retries capped at 3", "decision"),
+    ("cheap and ugly vs dear and pretty. ugly wins. order the steel ones", "decision"),
+    ("hmm. well that's that then. the loft stays a loft", "decision"),
+    ("right, decision: we keep the monolith for v3, services can wait", "decision"),
+    # figures called final; what was put together called the one
+    ("argh, so close. Final: venue 2,100, catering 1,340, total 3,440.", "decision"),
+    ("Kim added two more, so final headcount is 48. booking the coach", "decision"),
+    ("soup, the lamb, lemon tart. that's the menu", "decision"),
+    ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
+    # a fix or a thing in hand called so
+    ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
+    ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
+    ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
+    ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
+    ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
+    # an answer taken
+    ("ran the audit, nothing found. ok that answers OPS-88.", "answer"),
+    ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
+    ("ok that's clear. the permit first, then the survey. thanks", "answer"),
+]
+NOT_SETTLED = [
+    "is the migration really done? the dashboard still says 80%",
+    "it's not actually fixed, the export still drops the accents",
+    "we're going for a walk, back in an hour",
+    "is that what we do: wait for them to call?",
+    "the final is on sunday, can we finish before then?",
+    "is the final headcount due friday?",
+    "the final total is still anyone's guess",
+    "what's the menu looking like so far?",
+    # "there it is" shows a thing; a fix that works where the user tried it
+    "and there it is. the nightly went red again, same test",
+    "ok here it is, the full log from last night",
+    "but I just ran it in a fresh folder and it works fine for me, must be his cache",
+    "weird, it works locally. CI must have a stale image",
+    # set aside, asked, mocked, a fix still to try, a recap while stopping
+    "that's that, for now. the council says 8 to 10 weeks",
+    "who wins if they both bid the same?",
+    "we really nailed that one didn't we. texts went out at 7 again",
+    "is that the fix you meant, or the one from yesterday?",
+    "that is the fix we should try first, then the index",
+    "the timeout is gone from the logs? all of them?",
+    "ok I think that's it for tonight. layout's sorted, quote's sorted",
+    "are we done with that one? there's still the cron",
+    "what exactly do they need from us?",
+    "that's clear as mud, what does the form want?",
+    "is the login flow sorted?",
+]
+BEFORE_SETTLED = [
+    ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")
+]
+
+
+@pytest.mark.parametrize(("said", "kind"), SETTLED)
+def test_settled_in_the_words_people_use(said: str, kind: str) -> None:
+    found = detect(6, "user", said, BEFORE_SETTLED)
     assert found is not None and found.kind == kind
 
 
-@pytest.mark.parametrize(
-    "said",
-    [
-        "is the migration really done? the dashboard still says 80%",
-        "it's not actually fixed, the export still drops the accents",
-        "we're going for a walk, back in an hour",
-        "is that what we do: wait for them to call?",
-        "the final is on sunday, can we finish before then?",
-    ],
-)
-def test_not_settled_in_other_words(said: str) -> None:
-    """Written for this test: the same words in a question, a negation, an errand and a
-    match conclude nothing."""
-    before = [("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")]
-    assert detect(6, "user", said, before) is None
-
-
-@pytest.mark.parametrize(
-    ("said", "kind"),
-    [
-        ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
-        ("5 of 20 before, 20 of 20 after. ok THIS one's finally gone. merge it", "resolution"),
-        ("hmm. well that's that then. the loft stays a loft", "decision"),
-        ("cheap and ugly vs dear and pretty. ugly wins. order the steel ones", "decision"),
-        ("ran the audit, nothing found. ok that answers OPS-88.", "answer"),
-    ],
-)
-def test_closed_in_so_many_words(said: str, kind: str) -> None:
-    """Written for this test: "that's nailed", a fix called gone with a word of certainty
-    ("this one's finally gone"), "that's that then", one side of a trade-off that "wins",
-    a ticket's question answered ("that answers OPS-88")."""
-    before = [("assistant", "The steel shelves cost 90, the oak 240. The audit ran clean.")]
-    found = detect(6, "user", said, before)
-    assert found is not None and found.kind == kind
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "and there it is. the nightly went red again, same test",
-        "ok here it is, the full log from last night",
-        "but I just ran it in a fresh folder and it works fine for me, must be his cache",
-        "weird, it works locally. CI must have a stale image",
-        "that's that, for now. the council says 8 to 10 weeks",
-        "who wins if they both bid the same?",
-        "we really nailed that one didn't we. texts went out at 7 again",
-    ],
-)
-def test_not_closed_in_so_many_words(said: str) -> None:
-    """Written for this test: "there it is" shows a thing, it is no choice; a fix that
-    works where the user tried it ("works fine for me", "works locally") is not the fix
-    of where it failed; a matter set aside "for now", a question, and sarcasm close
-    nothing."""
-    before = [("assistant", "The steel shelves cost 90, the oak 240. The audit ran clean.")]
-    assert detect(6, "user", said, before) is None
-
-
-@pytest.mark.parametrize(
-    ("said", "kind"),
-    [
-        ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
-        ("right, decision: we keep the monolith for v3, services can wait", "decision"),
-        ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
-        ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
-        ("Kim added two more, so final headcount is 48. booking the coach", "decision"),
-        ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
-        ("ok that's clear. the permit first, then the survey. thanks", "answer"),
-    ],
-)
-def test_closed_with_the_words_around_it(said: str, kind: str) -> None:
-    """Written for this test: the one thing in hand called sorted ("that sync's sorted"),
-    "decision:" after "right,", "done with that one", an answer taken as "exactly the
-    checklist we needed", a figure called final ("final headcount is 48")."""
-    before = [("assistant", "The checklist: 1. the sync job 2. the coach 3. the auditors.")]
-    found = detect(6, "user", said, before)
-    assert found is not None and found.kind == kind
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "ok I think that's it for tonight. layout's sorted, quote's sorted",
-        "are we done with that one? there's still the cron",
-        "is the final headcount due friday?",
-        "the final total is still anyone's guess",
-        "what exactly do they need from us?",
-        "that's clear as mud, what does the form want?",
-        "is the login flow sorted?",
-    ],
-)
-def test_not_closed_with_the_words_around_it(said: str) -> None:
-    """Written for this test: a recap of several things called sorted while stopping for
-    the night, a question, a figure not given, a question about what is needed."""
-    before = [("assistant", "The checklist: 1. the sync job 2. the coach 3. the auditors.")]
-    assert detect(6, "user", said, before) is None
-
-
-@pytest.mark.parametrize(
-    ("said", "kind"),
-    [
-        ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
-        ("brilliant, the timeout is finally gone. ship it", "resolution"),
-        ("soup, the lamb, lemon tart. that's the menu", "decision"),
-        ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
-    ],
-)
-def test_named_as_the_fix_or_the_set(said: str, kind: str) -> None:
-    """Written for this test: "this is the real fix", a failure "finally gone", what was
-    put together called "the menu" or "our split"."""
-    before = [("assistant", "Since the deploy: 0 of 1,900 orders stuck, 11 stale writes refused.")]
-    found = detect(6, "user", said, before)
-    assert found is not None and found.kind == kind
-
-
-@pytest.mark.parametrize(
-    "said",
-    [
-        "is that the fix you meant, or the one from yesterday?",
-        "that is the fix we should try first, then the index",
-        "what's the menu looking like so far?",
-        "the timeout is gone from the logs? all of them?",
-    ],
-)
-def test_not_named_as_the_fix_or_the_set(said: str) -> None:
-    """Written for this test: questions, and a fix still to try."""
-    before = [("assistant", "Since the deploy: 0 of 1,900 orders stuck, 11 stale writes refused.")]
-    assert detect(6, "user", said, before) is None
+@pytest.mark.parametrize("said", NOT_SETTLED)
+def test_not_settled_in_those_words(said: str) -> None:
+    assert detect(6, "user", said, BEFORE_SETTLED) is None
 
 
 def test_a_failure_word_naming_a_part_or_asked_about_after_does_not_undo_it() -> None:
