@@ -686,3 +686,19 @@ def test_a_question_about_another_failure_leaves_a_fix_just_made() -> None:
     stuck = [*lines[:4], ("user", "ugh, orders are stuck again since the deploy")]
     fix = next(s for s in _segments_of(stuck) if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
     assert fix["status"] == "open"
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "btw unrelated, did the photos from the rehearsal ever get uploaded?",
+        "on another note, the florist wants the colours by friday",
+        "unrelated: the barn rang about the parking for the coaches",
+    ],
+)
+def test_a_turn_that_says_it_is_unrelated_opens_a_topic(opening: str) -> None:
+    """Written for this test: a turn that says it is on something else ("btw unrelated,",
+    "on another note,") opens a topic, shift and all."""
+    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "I'll check.")])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+    assert segments[1]["cue"] == "shift"

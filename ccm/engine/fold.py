@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 44
+STATE_VERSION = 45
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -90,9 +90,13 @@ RESUMED = re.compile(
 _ASIDE = re.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
 OPENER = re.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
-    r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx)\b[\s,.!:;-]*){0,3}"
+    r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx|btw|by the way|"
+    r"totally|completely)\b[\s,.!:;-]*){0,3}"
     r"(?:now\b(?! (?:it|that|this|they|we're|i'm|the (?:\w+ )?(?:is|are|works|fails))\b)|"
     r"next\b|"
+    # said alone: "btw unrelated, did the corpus end up in the repo?", "on another note"
+    r"unrelated\s*[,:.-]|(?:on )?(?:an?other|a different|a separate) (?:note|subject)\b|"
+    r"changing the subject\b|"
     r"(?:next|last|final|another|one more|other|different|separate|new|quick|small|big|"
     r"unrelated|random|second|third|fourth)\s+(?:thing|one|topic|question|q|item|step|issue|"
     r"problem|task|part|bit|news|"
