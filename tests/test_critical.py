@@ -130,6 +130,9 @@ RULES = [
     "run the linter before pushing, CI is slow enough already.",
     # a thing kept however else the plan moves
     "the API keeps its v1 routes until next summer, whatever else we change.",
+    # an order after "just"; a limit with the verb between ("won't give us a penny more")
+    "reading the logs is fine. just don't restart or scale anything on the live boxes",
+    "the landlord will not take a penny more off the rent, so that's that",
     "the cat stays out of the baby's bedroom.",
     "any flat without a lift is a no-go for us.",
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule
@@ -139,6 +142,7 @@ RULES = [
     "and put the order number first in every invoice email, accounts search for it.",
 ]
 NOT_RULES = [
+    "i just don't get why the nightly fails on tuesdays",
     "Should we use Redis for this?",
     "The landing page needs a hero image.",
     "Does your dad need his wheelchair at the station?",

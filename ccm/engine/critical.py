@@ -41,7 +41,10 @@ _BY_WHEN = (
     r"by (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|noon|midday|eod|"
     r"end of|the end|the \d|\d)"
 )
-_OPENS = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+)$")
+_OPENS = re.compile(
+    r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+|"
+    r"(?:^|[:;,()\u2014\u2013]\s*)just\s+)$"  # "just don't restart anything" (not "i just don't")
+)
 _OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
 _OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please|means|meaning)\s+)$")
 
@@ -131,7 +134,8 @@ CUES: tuple[Cue, ...] = (
         "stop story ifs penny cent pound euro dollar minute",
         r"(?<!\bno )(?<!\bwithout )(?<!\bwithout a )(?<!\bwith a )\bfull stop\b|"
         r"\bend of story\b|\bno ifs\b|"
-        r"\bnot (?:a|one) (?:penny|cent|pound|euro|dollar|minute) (?:more|over|above|later)\b",
+        r"\bnot (?:[a-z]+ ){0,3}?(?:a|one) (?:penny|cent|pound|euro|dollar|minute) "
+        r"(?:more|over|above|later)\b",
     ),
     _cue("flag", "mandatory", r"\bmandatory\b"),
     _cue("flag", "times", r"\bat all times\b"),
