@@ -707,6 +707,8 @@ SETTLED = [
     # a fix or a thing in hand called so
     ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
     ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
+    ("zero timeouts since noon. that's the dns fix, for real this time", "resolution"),
+    ("so scrap carpets for now. we sand the boards and see", "rejection"),
     ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
     ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
     ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
@@ -735,6 +737,7 @@ NOT_SETTLED = [
     "we really nailed that one didn't we. texts went out at 7 again",
     "is that the fix you meant, or the one from yesterday?",
     "that is the fix we should try first, then the index",
+    "the fixed bed or the rock and roll one, what do you think?",
     "the timeout is gone from the logs? all of them?",
     "ok I think that's it for tonight. layout's sorted, quote's sorted",
     "are we done with that one? there's still the cron",
@@ -776,3 +779,18 @@ def test_a_failure_word_naming_a_part_or_asked_about_after_does_not_undo_it() ->
     assert fixed is not None and fixed.kind == "resolution"
     assert detect(6, "user", "tests done, but the error is back", before) is None
     assert detect(6, "user", "the run finished. still red, different error", before) is None
+
+
+def test_the_scan_finds_every_cue_word_where_it_stands() -> None:
+    """A turn is first scanned for the cue words of every cue at once: a cue word found
+    must not hide another one that starts inside it (" fix" in " fixed"), nor one inside
+    it (" option" holds "option", whose cue "not an option" must still be tried)."""
+    from ccm.engine.conclusions import _CUES_OF, _SCAN
+
+    for anchor in _CUES_OF:
+        hits = set(_SCAN["user"].findall(f"x {anchor} x"))
+        assert any(anchor in hit for hit in hits), anchor
+        assert all(set(_CUES_OF[anchor]) <= set(_CUES_OF[hit]) for hit in hits if anchor in hit)
+    before = [("assistant", "We could self-host the runner, or rent one.")]
+    found = detect(6, "user", "self-hosting is not an option for us.", before)
+    assert found is not None and found.kind == "rejection"

@@ -149,9 +149,11 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # "ok THAT is the real fix, race closed for good" (not "that is the fix we'll try")
     (
         "resolution",
-        ("the fix", "the real fix", "the actual fix", "the proper fix"),
+        ("fix",),  # (not " fix": the scan would take " fix" of " fixed" and miss "fixed")
         _rx(
-            r"\b(?:that|this)(?:'s| is| was) (?:the |our )?(?:real |actual |proper )?fix\b"
+            # "that's the keepalive fix, for real this time"
+            r"\b(?:that|this)(?:'s| is| was) (?:the |our )?(?:real |actual |proper )?"
+            r"(?:[a-z][\w-]* )?fix\b"
             r"(?!\s+(?:we|i|you|to|for|if|that|would|will|could|might|should)\b)"
         ),
     ),
@@ -311,7 +313,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("scrap", "ditch", "bin "),
         _rx(
             r"(?:^|[.;!,]\s*)(?:no,? |ok,? |right,? |so |then )?(?:scrap|ditch|bin) "
-            r"(?!it\b|that\b|this\b|them\b|those\b)[\w.-]+\s*(?:[.,;!]|$)"
+            r"(?!it\b|that\b|this\b|them\b|those\b)[\w.-]+(?: for now| then| too)?\s*(?:[.,;!]|$)"
         ),
     ),
     # a move declined in so many words: "yeah, no. not moving to SwiftData, the iPads
@@ -748,11 +750,18 @@ _CUES_OF: dict[str, tuple[int, ...]] = {}
 for _index, (_kind, _anchors, _pattern) in enumerate(CUES):
     for _anchor in _anchors:
         _CUES_OF[_anchor] = (*_CUES_OF.get(_anchor, ()), _index)
+# an anchor holds every shorter one inside it (" option" holds "option", "final " holds
+# "final"): where the scan finds it, the cues of those are tried too
+_CUES_OF = {
+    anchor: tuple(sorted({i for other, cues in _CUES_OF.items() if other in anchor for i in cues}))
+    for anchor in _CUES_OF
+}
 # in an assistant's answer a check mark decorates a heading or a list; a user's says done
 _DECORATION = frozenset("\u2705\u2714\u2611")
 # one scan of a turn finds the anchors it holds (an assistant's: of its kinds only, and
 # not its decoration); longest first, equal lengths alphabetically (not in the order of
-# a set, which changes with the hash seed)
+# a set, which changes with the hash seed). No anchor may start inside another without
+# being inside it (" fix" would hide "fixed"): see the tests
 _SCAN = {
     role: re.compile(
         "|".join(
