@@ -794,3 +794,22 @@ def test_the_scan_finds_every_cue_word_where_it_stands() -> None:
     before = [("assistant", "We could self-host the runner, or rent one.")]
     found = detect(6, "user", "self-hosting is not an option for us.", before)
     assert found is not None and found.kind == "rejection"
+
+
+def test_a_choice_dropped_by_name_is_superseded() -> None:
+    """Written for this test: "push it is, FCM" then "yeah scrap FCM. workmanager it is"
+    share no word but the one dropped; the later one still reverses the earlier. A
+    rejection that names the choice does too; one that names something else does not."""
+    earlier = detect(10, "user", "push it is, FCM. joel sends the message from the handler", None)
+    turn = "yeah scrap FCM. workmanager it is: every 15 min plus a sync after each save"
+    later = detect(20, "user", turn, None)
+    assert earlier is not None and later is not None
+    assert not supersedes(later, earlier)
+    assert supersedes(with_reversals(later, turn), earlier)
+    binned = detect(20, "user", "no, bin FCM for now.", None)
+    assert binned is not None and binned.kind == "rejection"
+    assert supersedes(with_reversals(binned, "no, bin FCM for now."), earlier)
+    other = detect(20, "user", "no, bin the polling idea.", None)
+    assert other is not None and not supersedes(
+        with_reversals(other, "no, bin the polling idea."), earlier
+    )

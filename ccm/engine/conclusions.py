@@ -1408,15 +1408,36 @@ def with_reversals(found: Conclusion, turn: str) -> Conclusion:
     added to its text, as `supersedes` reads it: the statement is the decision
     ("Decided: Kingsdown, Friday"), what it drops may be said beside it."""
     dropped = [s for s in sentences(turn) if REVERSAL.search(s.lower())]
-    return replace(found, text=" ".join([found.text, *dropped])) if dropped else found
+    if not dropped:
+        return found
+    said = " ".join([found.said, *dropped]) if found.said else ""
+    return replace(found, text=" ".join([found.text, *dropped]), said=said)
+
+
+# what a turn drops by name: "yeah scrap FCM.", "Not Tessel.", "bin sidekiq-unique-jobs"
+DROPPED = re.compile(
+    r"\b(?:scrap|scrapped|ditch|ditched|drop|dropped|bin|binned|forget|abandon|abandoned|not|no)"
+    r"\s+(?:the |that |those |this |my |our |any )?([a-z][\w.+-]*)"
+)
+
+
+def dropped(text: str) -> set[str]:
+    """The terms of the things `text` drops by name ("scrap FCM" -> {"fcm"})."""
+    return {t for match in DROPPED.finditer(text.lower()) for t in terms(match.group(1))}
 
 
 def supersedes(later: Conclusion, earlier: Conclusion) -> bool:
-    """True when `later` reverses `earlier`: both decide, on the same subject."""
-    if later.kind not in DECIDED or earlier.kind not in DECIDED:
+    """True when `later` reverses `earlier`: both decide, on the same subject, or `later`
+    drops by name what `earlier` chose ("push it is, FCM" then "yeah scrap FCM.
+    workmanager it is"), a rejection too."""
+    if later.kind not in (*DECIDED, "rejection") or earlier.kind not in DECIDED:
         return False
     a, b = subject(later.text), subject(earlier.text)
     if not a or not b:
+        return False
+    if dropped(later.said or later.text) & subject(earlier.said or earlier.text):
+        return True
+    if later.kind == "rejection":
         return False
     shared = len(a & b)
     overlap = shared / min(len(a), len(b))

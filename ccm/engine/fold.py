@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 47
+STATE_VERSION = 48
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -685,17 +685,22 @@ def _supersede(state: State, index: int, turn: int) -> None:
 def _register_conclusion(
     state: State, found: conclusions.Conclusion, segment_id: str, text: str = ""
 ) -> None:
-    if found.kind not in conclusions.DECIDED:
+    if found.kind not in (*conclusions.DECIDED, "rejection"):
         return
     # the earlier decision it reverses: of those it may, the one it shares most with
-    best, best_shared = None, 0
-    mine = conclusions.subject(found.text)
+    best, best_shared = None, -1
     reading = conclusions.with_reversals(found, text)
+    mine = conclusions.subject(reading.text)
     for earlier in reversed(state["decisions"]):
         if earlier.get("superseded_by"):
             continue
         old = conclusions.Conclusion(
-            earlier["text"], earlier["turn"], earlier["kind"], earlier["confidence"], ""
+            earlier["text"],
+            earlier["turn"],
+            earlier["kind"],
+            earlier["confidence"],
+            "",
+            said=str(earlier.get("said", "")),
         )
         if conclusions.supersedes(reading, old):
             shared = len(mine & conclusions.subject(old.text))
@@ -704,6 +709,8 @@ def _register_conclusion(
     if best is not None:
         best["superseded_by"] = found.turn
         _mark_superseded(state, best, found.turn)
+    if found.kind not in conclusions.DECIDED:
+        return  # a rejection may reverse a decision; it decides nothing a later one reverses
     state["decisions"].append(
         {
             "segment": segment_id,
@@ -711,6 +718,7 @@ def _register_conclusion(
             "text": found.text,
             "kind": found.kind,
             "confidence": found.confidence,
+            "said": found.said,
         }
     )
     del state["decisions"][:-DECISIONS_KEPT]
