@@ -133,6 +133,11 @@ RULES = [
     # an order after "just"; a limit with the verb between ("won't give us a penny more")
     "reading the logs is fine. just don't restart or scale anything on the live boxes",
     "the landlord will not take a penny more off the rent, so that's that",
+    # an order after "do it but", after "no no"; a thing left as it is; a figure not to pass
+    "ok do it but keep the old endpoint alive for a month",
+    "no no don't rename the columns, the exports read them by name",
+    "and leave the invoice template exactly as it is",
+    "and drive wise nothing more than 3 hours a day",
     "the cat stays out of the baby's bedroom.",
     "any flat without a lift is a no-go for us.",
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule
@@ -142,6 +147,8 @@ RULES = [
     "and put the order number first in every invoice email, accounts search for it.",
 ]
 NOT_RULES = [
+    "we had nothing more than 2 hours of sleep before the flight",
+    "ok do it",
     "i just don't get why the nightly fails on tuesdays",
     "Should we use Redis for this?",
     "The landing page needs a hero image.",

@@ -43,6 +43,7 @@ _BY_WHEN = (
 )
 _OPENS = re.compile(
     r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+|"
+    r"(?:^|[:;,()\u2014\u2013]\s*)(?:no[,.!]? )+|"  # "no no don't touch the theme colours"
     r"(?:^|[:;,()\u2014\u2013]\s*)just\s+)$"  # "just don't restart anything" (not "i just don't")
 )
 _OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
@@ -213,6 +214,14 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:is|are|it'?s) (?:a )?(?:hard |strict )?(?:constraint|requirement|must)\b",
     ),
     _cue("flag", "moving frozen locked", r"\bnot moving\b|\b(?:is|are|stays?) (?:frozen|locked)\b"),
+    # a figure not to pass: "nothing more than 45 mins door to door", "no longer than 4 hours"
+    _cue(
+        "flag",
+        "than",
+        r"(?<!\bhad )(?<!\bgot )(?<!\bwas )(?<!\bwere )(?<!\bslept )"  # not what was
+        r"\b(?:no|nothing|not) (?:\w+ )?(?:more|longer|further|later|over) than (?:a |an )?"
+        r"(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|half|twenty)",
+    ),
     _cue("flag", "breaker deal-breaker dealbreaker line", r"\bdeal[- ]?breaker|\bred line\b"),
     _cue(
         "flag",
@@ -449,8 +458,9 @@ CUES: tuple[Cue, ...] = (
     ),
     _cue(
         "order",
-        "alone hands nothing",
-        r"\bleave (?:\S+ ){0,3}alone|\bhands off|\bnothing (?:[\w/.-]+ ){0,2}?(?:under|in|"
+        "alone hands nothing leave",
+        r"\bleave (?:\S+ ){0,3}alone|\bleave (?:\S+ ){1,5}(?:exactly |just )?as (?:it is|they are)\b|"
+        r"\bhands off|\bnothing (?:[\w/.-]+ ){0,2}?(?:under|in|"
         r"inside|with|from|that|outside)\b|\bnothing (?:[\w/.-]+ ){0,5}?(?:gets?|goes) \w",
         _OPENS,
     ),
@@ -725,7 +735,8 @@ REPLACE = re.compile(
 # not a rule: a question, a guess, a hypothetical, a request for an answer
 QUESTION = re.compile(
     r"\?\s*(?:\W\s*)?$|^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
-    r"(?:can|could|would|will|should|shall|do(?! not\b)|does|did|is|are|was|were|have|has|what|why|"
+    r"(?:can|could|would|will|should|shall|do(?! not\b| it\b| that\b| this\b)|does|did|is|are|"
+    r"was|were|have|has|what|why|"
     r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|"
     r"which(?! (?:means|is why)\b)|who|"
     r"where|when|any idea|i wonder)\b"
