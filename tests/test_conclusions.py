@@ -712,6 +712,7 @@ SETTLED = [
     ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
     ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
     ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
+    ("done, sam moved his shift and friday works. both visits are in the diary", "task"),
     # an answer taken
     ("ran the audit, nothing found. ok that answers OPS-88.", "answer"),
     ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
@@ -744,6 +745,8 @@ NOT_SETTLED = [
     "what exactly do they need from us?",
     "that's clear as mud, what does the form want?",
     "is the login flow sorted?",
+    "done, but it still fails on safari",
+    "done, now what?",
 ]
 BEFORE_SETTLED = [
     ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")

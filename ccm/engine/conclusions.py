@@ -396,7 +396,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("done", "finished", "complete", "shipped", "merged", "deployed", "in place"),
         _rx(
             r"^(?:done|finished|completed|shipped|merged|deployed)\s*(?:[:.!\-\u2014\u2705\u2714]|$|"
-            r",\s*(?:thanks?|thank you|cheers|ta)\b)",
+            r",\s*(?:thanks?|thank you|cheers|ta)\b|"
+            # what was done, reported after it: "done, priya swapped the tuesday"
+            r",\s+(?!but\b|except\b|apart\b|mostly\b|almost\b|nearly\b|now\b|what\b|or\b|if\b)"
+            r"[a-z]+ (?:swapped|moved|booked|sent|said|signed|paid|added|agreed|confirmed|replied))",
             # what was done, then "done" after a colon: "release cut: done", "docs: done."
             r"^(?:[\w-]+ ){0,2}[\w-]+:\s*(?:done|finished|complete)\b(?=\s*(?:[,.;!\u2714\u2705]|$))",
             r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+"
