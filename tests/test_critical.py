@@ -138,6 +138,8 @@ RULES = [
     "no no don't rename the columns, the exports read them by name",
     "and leave the invoice template exactly as it is",
     "and drive wise nothing more than 3 hours a day",
+    # none of a thing let through
+    "and this time none of it goes on the company card",
     "the cat stays out of the baby's bedroom.",
     "any flat without a lift is a no-go for us.",
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule
@@ -147,6 +149,7 @@ RULES = [
     "and put the order number first in every invoice email, accounts search for it.",
 ]
 NOT_RULES = [
+    "none of them are booked yet, the site was down",
     "we had nothing more than 2 hours of sleep before the flight",
     "ok do it",
     "i just don't get why the nightly fails on tuesdays",

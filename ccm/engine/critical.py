@@ -396,14 +396,16 @@ CUES: tuple[Cue, ...] = (
     # what may not appear: "no names, no email addresses, not in this chat"
     _cue(
         "order",
-        "nothing nobody no-one one no",
+        "nothing nobody no-one one no none",
         r"\bnothing (?!(?:changed|happened|works|worked|came|showed|matters|helped|else|seems|"
         r"looks)\b)\w+s\b[^.;]{0,40}\b(?:between|before|after|during|until|unless|without|"
         r"on prod|in prod|outside)\b|"
         r"^(?:\W*(?:and|so|also)\W+)?(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
         r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b|"
-        r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b",
-        requires=("nothing", "nobody", "no one", "no-one", ", no "),
+        r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b|"
+        # none of a thing let through: "and this time NONE of it goes on a credit card"
+        r"\bnone of (?:it|this|that|them|those) (?:goes|gets|is|are) (?!\w+ed\b)",
+        requires=("nothing", "nobody", "no one", "no-one", ", no ", "none of"),
     ),
     # a limit on what is let through as it is: "anything over 300 changed lines gets split"
     _cue(
