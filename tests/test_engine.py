@@ -702,3 +702,29 @@ def test_a_turn_that_says_it_is_unrelated_opens_a_topic(opening: str) -> None:
     segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "I'll check.")])
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
     assert segments[1]["cue"] == "shift"
+
+
+def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> None:
+    """Written for this test: the crash fix goes out for testing, another topic is decided,
+    then "beta2 in reaper and live, sample rate switched back and forth, no crash. ok that
+    one's dead now, merge it" concludes the crash, not the topic at hand: it starts a
+    segment, and the decision keeps its own."""
+    lines = [
+        ("user", "the plugin crashes when the host changes sample rate mid playback, look?"),
+        ("assistant", "The delay lines are resized on the audio thread when the rate changes."),
+        ("user", "fix it, preallocate for the highest sample rate and make a beta for reaper"),
+        ("assistant", "Done: buffers sized for 192k up front; beta2 built for reaper and live."),
+        ("user", "different thing, decided with ines: we're dropping macOS 10.13 support"),
+        ("assistant", "Then 2.4 ships with a 10.15 minimum and 2.3.2 stays for older macs."),
+        (
+            "user",
+            "beta2 back from ines: reaper and live, sample rate switched back and forth twenty "
+            "times while playing, no crash. ok that one's dead now, merge it",
+        ),
+        ("assistant", "Merged; the crash fix goes out in 2.4."),
+    ]
+    segments = _segments_of(lines)
+    starts = [s["raw_lines"][0] for s in segments]
+    assert 7 in starts
+    decided = next(s for s in segments if s["raw_lines"][0] <= 5 <= s["raw_lines"][1])
+    assert (decided["conclusion"]["turn"], decided["status"]) == (5, "concluded")

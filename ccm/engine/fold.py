@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 51
+STATE_VERSION = 52
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -897,7 +897,7 @@ def _topic_score(
     ):
         score += 1.0
         cue = "conclusion" if cue == "cohesion" else cue
-    if found is not None:
+    if found is not None and not _concludes_earlier(state, mine, seen):
         score -= 2.0  # it concludes what the segment was about
     if len(mine) < 3:
         score -= 1.0
@@ -917,6 +917,22 @@ def _topic_score(
     if len(open_turns) < 2:
         score -= 1.0
     return score, cue
+
+
+EARLIER_SEGMENTS = 6  # closed segments a conclusion may be found to be about
+
+
+def _concludes_earlier(state: State, mine: set[str], seen: set[str]) -> bool:
+    """Whether a concluding turn is about a topic closed before the one at hand ("ines
+    with beta2: reaper 7 and live 12, 44.1/48/96 back and forth ... no crash. ok that
+    one's actually dead now"): it shares three or more of its words with one of the last
+    segments, and more than twice what it shares with the latest turns of this one."""
+    here = len(mine & seen)
+    best = max(
+        (len(mine & segment["terms"].keys()) for segment in state["segments"][-EARLIER_SEGMENTS:]),
+        default=0,
+    )
+    return best >= 3 and best > 2 * here
 
 
 def _opens_after_aside(head: str) -> bool:
