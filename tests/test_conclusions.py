@@ -816,3 +816,19 @@ def test_a_choice_dropped_by_name_is_superseded() -> None:
     assert other is not None and not supersedes(
         with_reversals(other, "no, bin the polling idea."), earlier
     )
+
+
+def test_an_option_put_off_is_not_chosen() -> None:
+    """Written for this test: options laid out, then "ok, spread is tomorrow's job" or
+    "the cache can wait" puts the option off; naming it alone still chooses it."""
+    answer = (
+        "Two ways to go:\n\n1. **Spread**: widen the stereo field with the delay taps.\n"
+        "2. **Cache**: keep the last preset in memory for instant recall.\n"
+    )
+    before = ("assistant", answer)
+    assert (
+        detect(6, "user", "ok, spread is tomorrow's job. doing the forum reply now", before) is None
+    )
+    assert detect(6, "user", "cache can wait", before) is None
+    chosen = detect(6, "user", "spread.", before)
+    assert chosen is not None and chosen.kind == "decision"

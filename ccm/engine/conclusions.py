@@ -1001,7 +1001,10 @@ _CHOOSING = re.compile(
 )
 _NOT_CHOSEN = re.compile(
     r"\b(?:not|no|never|without|off[- ]limits|out|frozen|nope|won'?t|can'?t|isn'?t|doesn'?t|"
-    r"don'?t|rather not)\b|n't\b"
+    r"don'?t|rather not)\b|n't\b|"
+    # put off, not chosen: "ok, drift is tomorrow's job", "the cache can wait till monday"
+    r"\b(?:tomorrow'?s|next week'?s|monday'?s) (?:job|problem|thing)\b|\bcan wait\b|"
+    r"\b(?:later|another day|next week)\s*[.!]?$"
 )
 OPTION_NAME = 60  # characters: a labelled option's name, set apart by a colon ...
 OPTION_NAME_WORDS = 3  # ... said alone when it has this many words (else with what follows)
