@@ -140,6 +140,8 @@ RULES = [
     "and drive wise nothing more than 3 hours a day",
     # none of a thing let through
     "and this time none of it goes on the company card",
+    # a budget with what it is for between
+    "my budget for all the garden stuff is like 600 max this year",
     "the cat stays out of the baby's bedroom.",
     "any flat without a lift is a no-go for us.",
     # a limit a fact implies, by rank; whatever is pasted, kept to a rule
@@ -149,6 +151,7 @@ RULES = [
     "and put the order number first in every invoice email, accounts search for it.",
 ]
 NOT_RULES = [
+    "what was the budget for the garden last year?",
     "none of them are booked yet, the site was down",
     "we had nothing more than 2 hours of sleep before the flight",
     "ok do it",

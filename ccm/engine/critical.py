@@ -229,6 +229,8 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:deadline|budget|curfew|cut-?off|limit|cap|"
         # a floor or ceiling someone sets ("new floor, £70k base"), not a building's
         r"(?:(?:my|our|his|her|their|new|hard|salary|price|pay) )(?:floor|ceiling)\b,?)"
+        # what it is for, between: "my budget for all the dog stuff is like £200 a month max"
+        r"(?: for (?:all )?(?:the |my |our )?[\w' -]{1,30}?(?= is\b))?"
         r"\s*(?:is\b|:|of\b|=|\u2014|-\s|(?<=,))"
         r"\s*(?:\S+\s+){0,3}?(?:[\d\u20ac$\u00a3]|(?:one|two|three|four|five|six|seven|eight|nine|"
         r"ten|twenty|fifty|hundred|thousand|end|eod|tomorrow|today|tonight|noon|midnight|"
