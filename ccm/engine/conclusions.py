@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ccm.engine.text import is_record, sentences, terms
 
@@ -90,7 +91,8 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 _WORD = r"[\w.+/#'-]+"
 # said as settled: "backups are properly done now", "certs are finally fixed"
-_SURELY = r"(?:(?:properly|finally|really|actually|officially|definitely|truly|well and truly)\s+)?"
+_CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
+_SURELY = rf"(?:{_CERTAINLY}\s+)?"
 # Each cue: its kind, the anchors one of which a sentence must hold for it to match (a
 # substring test costs far less than a pattern scanning the sentence, and most
 # sentences hold no anchor of most cues), and the pattern.
@@ -128,8 +130,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:that|this) [a-z][\w-]*(?:'s| is) sorted(?=\s*(?:[.;!\u2014-]|$|then|now|"
             r"for real))",
             # "the invoices are actually sorted now" (not "sorted by date")
-            r"\b(?:is|are|'s|'re)\s+(?:properly|finally|really|actually|officially|definitely|"
-            r"truly) sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|for real|this time))",
+            r"\b(?:is|are|'s|'re)\s+" + _CERTAINLY + r" sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|"
+            r"for real|this time))",
         ),
     ),
     # a fix called so: "I'll call that one fixed", "call it solved"
@@ -1427,9 +1429,10 @@ DROPPED = re.compile(
 )
 
 
-def dropped(text: str) -> set[str]:
+@lru_cache(maxsize=256)  # asked of one turn once for every decision it may reverse
+def dropped(text: str) -> frozenset[str]:
     """The terms of the things `text` drops by name ("scrap FCM" -> {"fcm"})."""
-    return {t for match in DROPPED.finditer(text.lower()) for t in terms(match.group(1))}
+    return frozenset(t for match in DROPPED.finditer(text.lower()) for t in terms(match.group(1)))
 
 
 def supersedes(later: Conclusion, earlier: Conclusion) -> bool:

@@ -617,7 +617,7 @@ SO_MUCH_FOR = re.compile(
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
-def _reports_failure(lower: str) -> bool:
+def _failure_said(lower: str) -> bool:
     """Whether a user's turn reports something failing: a sentence says so, not a question
     asks about it ("and the stuck orders? anything new?" asks; "orders are stuck again"
     reports)."""
@@ -644,9 +644,7 @@ def _taken_back(state: State, turn: int, text: str) -> None:
         if segment["status"] != "concluded" or found is None:
             continue
         if words in " ".join(_said(found).lower().split()):
-            segment["conclusion"] = {**found, "retracted_by": turn}
-            segment["status"] = "open"
-            _bump(state, index)
+            _reopen(state, index, turn)
             return
 
 
@@ -665,10 +663,16 @@ def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = Fals
             continue
         near = not opened and turn - found["turn"] <= RETRACT_TURNS
         if near or len(mine & set(terms(_said(found)))) >= 2:
-            segment["conclusion"] = {**found, "retracted_by": turn}
-            segment["status"] = "open"
-            _bump(state, index)
+            _reopen(state, index, turn)
         return
+
+
+def _reopen(state: State, index: int, turn: int) -> None:
+    """The segment at `index` is open again: `turn` took its conclusion back."""
+    segment = state["segments"][index]
+    segment["conclusion"] = {**segment["conclusion"], "retracted_by": turn}
+    segment["status"] = "open"
+    _bump(state, index)
 
 
 def _supersede(state: State, index: int, turn: int) -> None:
@@ -1016,7 +1020,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         state["current"] = _new_segment(state, "cohesion")
         state["current"]["open"].append(moved)
     lower = text.lower()
-    failure = role == "user" and _reports_failure(lower)
+    failure = role == "user" and _failure_said(lower)
     pending = role in ("user", "assistant") and bool(PENDING.search(lower))
     entry = [
         number,

@@ -225,7 +225,7 @@ def _concluded_turns(manifest: dict[str, Any]) -> set[int]:
     return {
         n
         for s in manifest.get("segments", [])
-        if s.get("conclusion") and _noted(s)
+        if _noted(s)
         for n in range(int(s["raw_lines"][0]), int(s["raw_lines"][1]) + 1)
     }
 
