@@ -112,3 +112,24 @@ def test_fillers_are_no_topic_words() -> None:
     found = text.terms("hmm ugh, the nightly deploy broke again lol. btw fyi the cert expires")
     assert not {"hm", "hmm", "ugh", "lol", "btw", "fyi"} & set(found)
     assert {"nightly", "deploy", "cert"} <= set(found)
+
+
+# literals that share beginnings, contain one another and hold regex characters
+_LITERALS = st.lists(
+    st.text(alphabet="ab .|(*", min_size=1, max_size=5), min_size=1, max_size=12, unique=True
+)
+
+
+@given(_LITERALS, st.text(alphabet="ab .|(*x", max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_any_of_matches_the_longest_first_alternation(literals, source) -> None:
+    plain = re.compile(
+        "|".join(re.escape(w) for w in sorted(literals, key=lambda w: (-len(w), w)))
+    )
+    assert text.any_of(literals).findall(source) == plain.findall(source)
+
+
+def test_any_of_takes_the_longest_literal_where_several_start() -> None:
+    pattern = text.any_of(["fix", "fixed", "fixed it", "it"])
+    assert pattern.findall("we fixed it, then fix it") == ["fixed it", "fix", "it"]
+    assert pattern.pattern.count("fix") == 1  # a shared beginning is written once

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ccm.engine.text import is_record, sentences, terms
+from ccm.engine.text import any_of, is_record, sentences, terms
 
 CONFIDENCE = {
     "decision": 0.85,
@@ -764,23 +764,16 @@ _CUES_OF = {
 # in an assistant's answer a check mark decorates a heading or a list; a user's says done
 _DECORATION = frozenset("\u2705\u2714\u2611")
 # one scan of a turn finds the anchors it holds (an assistant's: of its kinds only, and
-# not its decoration); longest first, equal lengths alphabetically (not in the order of
-# a set, which changes with the hash seed). No anchor may start inside another without
-# being inside it (" fix" would hide "fixed"): see the tests
+# not its decoration), the longest where several start at one place. No anchor may
+# start inside another without being inside it (" fix" would hide "fixed"): see the tests
 _SCAN = {
-    role: re.compile(
-        "|".join(
-            re.escape(anchor)
-            for anchor in sorted(
-                {
-                    a
-                    for kind, anchors, _ in CUES
-                    for a in anchors
-                    if role == "user" or (kind in ASSISTANT_KINDS and a not in _DECORATION)
-                },
-                key=lambda anchor: (-len(anchor), anchor),
-            )
-        )
+    role: any_of(
+        {
+            a
+            for kind, anchors, _ in CUES
+            for a in anchors
+            if role == "user" or (kind in ASSISTANT_KINDS and a not in _DECORATION)
+        }
     )
     for role in ("user", "assistant")
 }

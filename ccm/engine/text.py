@@ -100,6 +100,34 @@ def stem(word: str) -> str:
     return word
 
 
+def any_of(literals: list[str] | set[str] | frozenset[str]) -> re.Pattern[str]:
+    """A pattern matching any of `literals`, the longest one where several start at
+    the same place: what ``"|".join`` of them, longest first, matches, but as a trie
+    (``s(?:orted|ettled)``), so each place in a text tries one branch, not every
+    literal (a scan for 300 cue words reads a turn several times faster)."""
+    trie: dict[str, Any] = {}
+    for literal in literals:
+        node = trie
+        for char in literal:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a literal ends here
+    return re.compile(_branches(trie))
+
+
+def _branches(node: dict[str, Any]) -> str:
+    """The pattern of a trie node: its children in order (each a character, then what
+    follows it), the end of a literal last, so a longer literal is matched first."""
+    children = [re.escape(char) + _branches(child) for char, child in sorted(node.items()) if char]
+    if not children:
+        return ""
+    body = children[0] if len(children) == 1 else "(?:" + "|".join(children) + ")"
+    if "" not in node:
+        return body
+    if len(children) == 1 and len(body) > 1:
+        body = "(?:" + body + ")"
+    return body + "?"
+
+
 def words(lower: str) -> list[str]:
     """The words of already lowercased text, apostrophes and inner hyphens kept."""
     return lower.translate(_SEPARATORS).split()
