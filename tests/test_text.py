@@ -123,9 +123,7 @@ _LITERALS = st.lists(
 @given(_LITERALS, st.text(alphabet="ab .|(*x", max_size=60))
 @settings(max_examples=400, deadline=None)
 def test_any_of_matches_the_longest_first_alternation(literals, source) -> None:
-    plain = re.compile(
-        "|".join(re.escape(w) for w in sorted(literals, key=lambda w: (-len(w), w)))
-    )
+    plain = re.compile("|".join(re.escape(w) for w in sorted(literals, key=lambda w: (-len(w), w))))
     assert text.any_of(literals).findall(source) == plain.findall(source)
 
 
@@ -133,3 +131,27 @@ def test_any_of_takes_the_longest_literal_where_several_start() -> None:
     pattern = text.any_of(["fix", "fixed", "fixed it", "it"])
     assert pattern.findall("we fixed it, then fix it") == ["fixed it", "fix", "it"]
     assert pattern.pattern.count("fix") == 1  # a shared beginning is written once
+
+
+# the scans that start with a lookahead (so that re skips to where they can match)
+# match what the same patterns without it match
+_PLAIN_SENTENCE_END = re.compile(
+    r"(?<=[.!?])" + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in text._ABBREVIATIONS) + r"\s+|\n+"
+)
+
+
+@given(st.lists(st.sampled_from(["Mr. ", "e.g. ", "ok", ". ", "!\n", "\n\n", " ", "x? "])))
+@settings(max_examples=300, deadline=None)
+def test_the_sentence_scan_splits_as_its_plain_form(pieces) -> None:
+    source = "".join(pieces)
+    assert text._SENTENCE_END.split(source) == _PLAIN_SENTENCE_END.split(source)
+
+
+@given(st.text(alphabet="ab \n:\"'`\u201c\u201d", max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_the_quote_scan_matches_as_its_plain_form(source) -> None:
+    from ccm.engine.conclusions import QUOTED
+
+    plain = re.compile(QUOTED.pattern.removeprefix("(?=[\"'`\u201c])(?:").removesuffix(")"))
+    assert len(plain.pattern) < len(QUOTED.pattern)
+    assert QUOTED.findall(source) == plain.findall(source)
