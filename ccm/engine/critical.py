@@ -1055,10 +1055,8 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
     lower = sentence.lower()
     held = set(lower.translate(_EDGES).split())
     wanted: set[int] = set()
-    for word in held:
-        cues = _BY_WORD.get(word)
-        if cues:
-            wanted.update(cues)
+    for word in held.intersection(_BY_WORD):
+        wanted.update(_BY_WORD[word])
     chosen = sorted(wanted, key=_PRIORITY.__getitem__)
     score, best = 0.0, None
     for index in chosen:

@@ -42,7 +42,6 @@ _SEPARATORS = {
     ord("\u2019"): "'",
     ord("\u2018"): "'",
 }
-_TERM_CACHE: dict[str, str] = {}
 # a full stop ends a sentence except after an abbreviation that a word follows ("sensors
 # vs. the CV blocks", "e.g. a retry", "Dr. Halvorsen")
 _ABBREVIATIONS = (
@@ -69,6 +68,7 @@ _SENTENCE_END = re.compile(
 _EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock|db"
 )
+_DOTTED = re.compile(r"(?<!\S)[^\s.]*\.\S*")  # a run of non-space holding a dot
 _BREAK = re.compile(r"[\"'`(),;{}\[\]<>=|*]")
 # a necessary condition for `paths` to find anything, 8x cheaper than tokenizing
 _PATH_HINT = re.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
@@ -138,12 +138,7 @@ def words(lower: str) -> list[str]:
 
 def term_of(word: str) -> str:
     """The term of one lowercased word ("" for a stop word), memoised."""
-    term = _TERM_CACHE.get(word)
-    if term is None:
-        if len(_TERM_CACHE) > 200_000:
-            _TERM_CACHE.clear()
-        term = _TERM_CACHE[word] = _term(word)
-    return term
+    return _TERM_CACHE[word]
 
 
 def _term(word: str) -> str:
@@ -156,19 +151,23 @@ def _term(word: str) -> str:
     return stem(word)
 
 
+class _Terms(dict[str, str]):
+    """word -> its term, filled on first sight: looked up in C by `map` (`terms` is on
+    the engine's per-turn path)."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) > 200_000:
+            self.clear()
+        self[word] = term = _term(word)
+        return term
+
+
+_TERM_CACHE = _Terms()
+
+
 def terms(text: str) -> list[str]:
     """Content terms of `text`: lowercased, stop words removed, lightly stemmed."""
-    cache = _TERM_CACHE
-    if len(cache) > 200_000:
-        cache.clear()
-    found = []
-    for word in words(text.lower()):
-        term = cache.get(word)
-        if term is None:
-            term = cache[word] = _term(word)
-        if term:
-            found.append(term)
-    return found
+    return list(filter(None, map(_TERM_CACHE.__getitem__, words(text.lower()))))
 
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
@@ -215,9 +214,7 @@ def paths(text: str) -> list[str]:
     if not _PATH_HINT.search(text):
         return []
     seen: dict[str, None] = {}
-    for chunk in text.split():
-        if "." not in chunk:
-            continue
+    for chunk in _DOTTED.findall(text):
         for piece in _BREAK.split(chunk) if _BREAK.search(chunk) else (chunk,):
             token = piece.rstrip(".:!?")
             if "/" in token:
