@@ -728,3 +728,50 @@ def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> No
     assert 7 in starts
     decided = next(s for s in segments if s["raw_lines"][0] <= 5 <= s["raw_lines"][1])
     assert (decided["conclusion"]["turn"], decided["status"]) == (5, "concluded")
+
+
+def test_a_failure_in_a_topic_taken_up_again_takes_back_its_fix() -> None:
+    """Written for this test: the export fix is celebrated ("fixed 🎉"), two other
+    topics follow, then "ok back to the export ... it's worse than before" takes the
+    fix back, however many segments ago; the fix just before it, on another subject,
+    stays (the failure is of the topic taken up)."""
+    lines = [
+        ("user", "the csv export drops every row after 10k, can you look at the export?"),
+        ("assistant", "The export streams through a 10k page cap; removed the cap in export.py."),
+        ("user", "fixed \U0001f389 all 48k rows in the csv, shipping the export"),
+        ("assistant", "Shipped the export fix in 3.4.1."),
+        ("user", "different thing: the signup emails go to spam at gmail"),
+        ("assistant", "SPF lacks the mailer's include; added it and set a DMARC record."),
+        ("user", "mail-tester says 10/10 now, signup emails land in the inbox. done"),
+        ("assistant", "Good."),
+        ("user", "next: the avatar uploads fail over 2 MB"),
+        ("assistant", "nginx had client_max_body_size 2m; raised it to 10m and reloaded."),
+        ("user", "a 6 MB avatar uploads fine now, that fixed it"),
+        ("assistant", "Anything else?"),
+        (
+            "user",
+            "ok back to the export. priya ran the 48k report this morning and it's "
+            "worse than before, the csv stops at 5k rows now",
+        ),
+        ("assistant", "Looking at the export's second page query."),
+    ]
+    segments = _segments_of(lines)
+    export = next(s for s in segments if s["raw_lines"][0] == 1)
+    assert export["status"] == "open" and export["conclusion"]["retracted_by"] == 13
+    avatar = next(s for s in segments if s["raw_lines"][0] <= 11 <= s["raw_lines"][1])
+    assert avatar["status"] == "concluded" and avatar["conclusion"]["turn"] == 11
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "tried it on the staging box: so not fixed, same 502 on every third request",
+        "the cert renewal is not sorted, kuma went red again this morning",
+        "it's back to square one with the landlord, he wants the full deposit",
+    ],
+)
+def test_a_fix_that_did_not_hold_is_a_failure(said: str) -> None:
+    from ccm.engine.fold import _failure_said
+
+    assert _failure_said(said.lower())
+    assert not _failure_said("is it fixed now, or not fixed yet?")

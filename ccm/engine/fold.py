@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 54
+STATE_VERSION = 55
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -207,7 +207,11 @@ BLOCKER = re.compile(
     r"didn'?t (?:fix|work|help)|doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|"
     r"can'?t (?:get|make|find)|error:|traceback|exception|stuck|hangs|hung|froze|"
     r"(?:nan|fail\w*|crash\w*|restart\w*|dies|died|dying|broke|broken|errors?|timeouts?|"
-    r"timing out|panic\w*|leak\w*) again|(?:came|is|it'?s) back again|oh no)\b"
+    r"timing out|panic\w*|leak\w*) again|(?:came|is|it'?s) back again|oh no|"
+    # a fix or a plan that did not hold: "so NOT fixed", "WORSE than before", "back to
+    # square one"
+    r"(?:so|still|is|it'?s) not (?:fixed|solved|sorted|gone)|worse than (?:before|yesterday)|"
+    r"back to square one)\b"
 )
 
 
@@ -667,6 +671,26 @@ def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = Fals
         return
 
 
+def _retract_resumed(state: State, turn: int) -> None:
+    """A user reporting a failure in a segment that takes up an earlier effort again
+    ("ok back to the desync. ... it's WORSE than before") takes back that effort's
+    latest fix or task, however long ago it was concluded."""
+    current = state["current"]
+    if current is None or current["cue"] != "resume":
+        return
+    effort_index, _ = match_effort(state, _vector(current["open"]), current.get("resume"))
+    if effort_index is None:
+        return
+    segments = state["segments"]
+    for sid in reversed(state["efforts"][effort_index]["segments"]):
+        index = int(sid[4:]) - 1
+        segment = segments[index]
+        if segment["status"] == "concluded":
+            if segment["conclusion"]["kind"] in ("resolution", "task"):
+                _reopen(state, index, turn)
+            return
+
+
 def _reopen(state: State, index: int, turn: int) -> None:
     """The segment at `index` is open again: `turn` took its conclusion back."""
     segment = state["segments"][index]
@@ -1048,7 +1072,10 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
         # one that comes back ("great, NaN again"), leaves an earlier fix alone
-        _retract(state, number, turn_terms, cue == "shift" and not AGAIN.search(lower[:80]))
+        # a topic taken up again ("ok back to the desync") is the one the failure is of
+        opened = cue == "resume" or (cue == "shift" and not AGAIN.search(lower[:80]))
+        _retract(state, number, turn_terms, opened)
+        _retract_resumed(state, number)
 
     # the turn's distinct terms in the order said (not a set's, which changes with the
     # hash seed): the order of `df` and of the reference bumps is part of the state
