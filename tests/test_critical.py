@@ -149,8 +149,16 @@ RULES = [
     "whatever you share from the logs, card numbers stay masked.",
     # an order for every one of a kind
     "and put the order number first in every invoice email, accounts search for it.",
+    # a time ruled out whatever the verb; a figure kept under; "and" opening an order
+    "we cannot meet on Wednesdays, that's choir.",
+    "the kids' party stays under £150 all in, presents included.",
+    "oh and keep the replies short, I read them on the bus.",
 ]
 NOT_RULES = [
+    "I restarted the worker and keep getting 502s from the gateway.",
+    "we cannot reproduce it on Mondays, only after the weekend deploy",
+    "cap it at 9k steps so it stays under 6h",
+    "i stay under 2,000 steps most days, which is the problem",
     "what was the budget for the garden last year?",
     "none of them are booked yet, the site was down",
     "we had nothing more than 2 hours of sleep before the flight",

@@ -46,7 +46,12 @@ _OPENS = re.compile(
     r"(?:^|[:;,()\u2014\u2013]\s*)(?:no[,.!]? )+|"  # "no no don't touch the theme colours"
     r"(?:^|[:;,()\u2014\u2013]\s*)just\s+)$"  # "just don't restart anything" (not "i just don't")
 )
-_OPENS_STRICT = re.compile(r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+)$")
+_OPENS_STRICT = re.compile(
+    r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+|"
+    # "and" only where it opens the sentence: "oh and keep your answers short" (not "I
+    # restarted it and keep getting 502s")
+    r"(?:^|[:;,\u2014]\s*)(?:oh,? |ah,? )?and\s+)$"
+)
 _OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please|means|meaning)\s+)$")
 
 
@@ -374,6 +379,23 @@ CUES: tuple[Cue, ...] = (
         "bound",
         "has have needs need must",
         r"\b(?:has|have|needs?) to be\b[^.;!?]{0,50}?\b" + _BY_WHEN,
+    ),
+    # a time ruled out, whatever is done then: "we cannot rehearse on Thursdays"
+    _cue(
+        "bound",
+        "cannot can't cant can",
+        r"\b(?:we|i) (?:cannot|can'?t|can not) (?!get|find|see|figure|believe|tell|remember|"
+        r"understand|reproduce|think|wait|stop|decide|agree|work out)\w+(?: [\w'-]+){0,3} "
+        r"(?:on (?:mon|tues|wednes|thurs|fri|satur|sun)days?|(?:at|on) weekends|"
+        r"in the (?:mornings|evenings)|before \d|after \d)",
+    ),
+    # a figure something keeps under: "tickets stay under a tenner", "rent stays below 1,400"
+    _cue(
+        "bound",
+        "stay stays remain remains",
+        r"(?<!\bso )\b(?!(?:i|we|you|they|he|she|it|this|that|which)\b)[\w-]+ (?:stays?|remains?) "
+        r"(?:under|below|within) "
+        r"(?:a |an |the )?(?:[\d\u20ac$\u00a3]|tenner|fiver|grand|budget\b)",
     ),
     # what goes with a change: "if you touch go.mod, go mod vendor goes in the same commit"
     _cue(
