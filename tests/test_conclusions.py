@@ -686,6 +686,7 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
 # conversations showed past the cue words), each with its kind, and the same words in
 # turns that settle nothing.
 SETTLED = [
+    ("he signed the contract this morning. ok well that's the bathroom sorted then", "resolution"),
     # a word of certainty between: "finally done", "properly fixed this time"
     ("right, the migration is finally done, that's a weight off", "task"),
     ("ran it twice on the big tenant. the export's properly fixed this time", "resolution"),
@@ -719,6 +720,10 @@ SETTLED = [
     ("ok that's clear. the permit first, then the survey. thanks", "answer"),
 ]
 NOT_SETTLED = [
+    # a mock conclusion after a setback
+    "the plumber can't come till march. well, that's the bathroom sorted then",
+    "a letter from next door this afternoon. Oh brilliant, that's that sorted then.",
+    "still 502 on every third request. Well. that's fixed then",
     "is the migration really done? the dashboard still says 80%",
     "it's not actually fixed, the export still drops the accents",
     "we're going for a walk, back in an hour",

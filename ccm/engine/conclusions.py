@@ -872,6 +872,13 @@ IRONIC_TURN = _rx(
 )
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
+# a setback met with a mock conclusion: "Well, that's the venue solved then", "Oh brilliant,
+# that's that sorted then" (a "well" or an "oh" and praise before "that's ... then")
+MOCKED = re.compile(
+    r"^(?:oh|ah|well)\W+(?:(?:brilliant|great|wonderful|lovely|perfect|fantastic|marvellous|"
+    r"super|good)\W+)?that'?s [^.!?]{0,30}\b(?:sorted|solved|done|fixed|settled)\b[^.!?]{0,6}"
+    r"\bthen\b"
+)
 COUNTED = re.compile(
     r"\b(\d{1,5})\s*(?:/|of|out of)\s*(\d{1,5})\b(?![.,]\d)(?=\s+(?:[\w-]+\s+)?(?:tests?|checks?|"
     r"green|pass\w*|jobs?|suites?|cases?|specs?|succeed\w*|done|fixed|migrated|merged)\b)"
@@ -1312,6 +1319,9 @@ def detect(
             continue
         if IRONY.search(sentence) or IRONY.search(following[:12]):
             continue  # "budget sorted then, we'll fix the toasters with our teeth 🙃"
+        opening = parts[index - 1] + " " if index and len(parts[index - 1]) <= 12 else ""
+        if role == "user" and MOCKED.search(opening + sentence):
+            continue  # "Well. that's fixed then", after news that it is not
         for kind, pattern in cues:
             match = pattern.search(sentence)
             if match is None:
