@@ -686,6 +686,9 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
 # conversations showed past the cue words), each with its kind, and the same words in
 # turns that settle nothing.
 SETTLED = [
+    # a thing kept, said alone as the turn opens
+    ("the old boiler stays. it's four years old and the engineer says it's fine", "decision"),
+    ("ok, 3.11 stays, the upgrade waits for the next quarter", "decision"),
     ("he signed the contract this morning. ok well that's the bathroom sorted then", "resolution"),
     # a word of certainty between: "finally done", "properly fixed this time"
     ("right, the migration is finally done, that's a weight off", "task"),
@@ -720,6 +723,9 @@ SETTLED = [
     ("ok that's clear. the permit first, then the survey. thanks", "answer"),
 ]
 NOT_SETTLED = [
+    "so what stays, the sofa or the armchair?",
+    "it stays. for now. no idea what else to do with it",
+    "ok so now I need a fridge. and a hob, the old one is dead. the oven stays",
     # a mock conclusion after a setback
     "the plumber can't come till march. well, that's the bathroom sorted then",
     "a letter from next door this afternoon. Oh brilliant, that's that sorted then.",

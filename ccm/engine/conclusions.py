@@ -689,7 +689,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("stays",),
         _rx(
             r"(?:^|[,.;:]\s*|\b(?:so|then|ok|fine)\s+)(?:the )?(?!(?:it|he|she|they)\b)[\w-]+"
-            r"(?: [\w-]+)? stays (?:on|off|in|out|as (?:it )?is|put|where it is)(?=\s*(?:[,.;!]|$))"
+            r"(?: [\w-]+)? stays (?:on|off|in|out|as (?:it )?is|put|where it is)(?=\s*(?:[,.;!]|$))",
+            # a thing kept, said alone as a turn opens (`KEPT_AT_MOST`): "8.5 stays.",
+            # "Bruges stays, they'd mutiny" (not "... and the hob. oven stays")
+            r"(?:^|[.;:]\s*|\b(?:so|ok|okay|fine|right)[,.]?\s+)(?:the |our )?"
+            r"(?!(?:it|he|she|they|that|this|what|who|which)\b)[\w.'-]+(?: [\w.'-]+)? stays"
+            r"(?=\s*(?:[,.;!]|$))",
         ),
     ),
     # a proposal taken up in so many words: "yes to that", "yes to the second one"
@@ -872,6 +877,7 @@ IRONIC_TURN = _rx(
 )
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
+KEPT_AT_MOST = 2  # "X stays." decides only in a turn's first sentences
 # a setback met with a mock conclusion: "Well, that's the venue solved then", "Oh brilliant,
 # that's that sorted then" (a "well" or an "oh" and praise before "that's ... then")
 MOCKED = re.compile(
@@ -1325,6 +1331,8 @@ def detect(
         for kind, pattern in cues:
             match = pattern.search(sentence)
             if match is None:
+                continue
+            if index >= KEPT_AT_MOST and match.group().endswith(" stays"):
                 continue
             if _is_question(sentence, match.end()) or _negated(
                 sentence, match.start(), match.end()
