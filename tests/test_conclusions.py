@@ -725,7 +725,7 @@ SETTLED = [
 NOT_SETTLED = [
     "so what stays, the sofa or the armchair?",
     "it stays. for now. no idea what else to do with it",
-    "ok so now I need a fridge. and a hob, the old one is dead. the oven stays",
+    "ok so now I need a fridge. and a hob, the old one has a dodgy burner. the oven stays",
     # a mock conclusion after a setback
     "the plumber can't come till march. well, that's the bathroom sorted then",
     "a letter from next door this afternoon. Oh brilliant, that's that sorted then.",
