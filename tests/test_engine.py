@@ -775,3 +775,23 @@ def test_a_fix_that_did_not_hold_is_a_failure(said: str) -> None:
 
     assert _failure_said(said.lower())
     assert not _failure_said("is it fixed now, or not fixed yet?")
+
+
+def test_the_thing_in_hand_done_as_a_whole_concludes_after_the_decision_on_the_way() -> None:
+    """Written for this test: "fix it in the worker then" decides how; "ok that one's done
+    for real: ..." later in the same topic says the whole of it is done, and is where it
+    concluded. A bare "merged" after a decision leaves the decision as the conclusion."""
+    lines = [
+        ("user", "the invoice emails go out an hour late since the clocks changed, why?"),
+        ("assistant", "The worker reads the send time as UTC; the shop's times are local."),
+        ("user", "ok, fix it in the worker then, and add a test for the changeover week"),
+        ("assistant", "Parsing send times in Europe/Lisbon now, with a test for 29 March."),
+        ("user", "ran it on staging, the 9:00 batch went out at 9:00"),
+        ("assistant", "Good. Deployed to production; 212 queued emails moved an hour."),
+        ("user", "ok that one's done for real: prod on time, 212 emails moved. telling Ana"),
+        ("assistant", "Noted."),
+    ]
+    segment = _segments_of(lines)[0]
+    assert segment["conclusion"]["turn"] == 7 and segment["status"] == "concluded"
+    merged = [*lines[:6], ("user", "merged"), ("assistant", "Noted.")]
+    assert _segments_of(merged)[0]["conclusion"]["turn"] == 3

@@ -862,7 +862,9 @@ NOT_DONE = _rx(
 NAMED_DONE = re.compile(
     r"(?<![\w'-])(?:the |this |that |my |our )?(?!(?:it|that|this|these|those|which|what|all|"
     r"everything|both|one|we|i|you|they|he|she)\b)[a-z][\w-]*(?:'s| is| are)? "
-    r"(?:done|finished|complete|closed)\b"
+    r"(?:done|finished|complete|closed)\b|"
+    # the thing in hand, as a whole: "ok that one's done for real: dev push on time, ..."
+    r"\b(?:that|this) one(?:'s| is) (?:done|finished|closed)\b"
 )
 # a turn that opens in mock delight: "oh brilliant. so the harmless bump broke it", "oh
 # good, so CI just rolls dice now"; or says so: "what could possibly go wrong"
