@@ -40,6 +40,7 @@ EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 PATH = re.compile(r"(?<![\w<])/(?:home|opt|var|etc|srv)\b")
 SQLITE_NOTE = "artifacts/decision/use-sqlite-wal-mode-not-postgres.md"
 CRON_NOTE = "artifacts/decision/keep-simple-daily-cron-job-02-30.md"
+TIMER_NOTE = "artifacts/decision/drop-cron-job.md"
 
 
 def ccm(root: Path, *args: str) -> Result:
@@ -168,6 +169,7 @@ def test_the_sample_knowledge_becomes_a_vault(vault: Path) -> None:
     ]
     found = sorted(p.relative_to(vault).as_posix() for p in (vault / "artifacts").rglob("*.md"))
     assert found == [
+        TIMER_NOTE,
         CRON_NOTE,
         SQLITE_NOTE,
         "artifacts/insight/test-myself-instead-rereading.md",
@@ -192,7 +194,8 @@ def test_the_sample_knowledge_becomes_a_vault(vault: Path) -> None:
     # the verbatim quote of turn 7, with its number
     assert "Turn 7 · user · 2026-03-02 09:23" in sqlite
     assert "```text\nDecision: we use SQLite with WAL mode, not Postgres" in sqlite
-    # the change of plan the next morning (a segment still open) supersedes the cron job
+    # the change of plan the next morning (a decision with a restore test left) supersedes
+    # the cron job
     cron = frontmatter(vault / CRON_NOTE)
     assert cron["status"] == "superseded" and cron["confidence"] < 0.5
     assert cron["links"] == [
@@ -229,7 +232,7 @@ def test_consolidating_from_scratch_gives_the_same_vault_byte_for_byte(tmp_path:
                 if p.is_file() and ".ccm" not in p.parts and p.suffix in (".md", ".json")
             }
         )
-    assert len(vaults[0]) == 5 + 3 + 2 + 1  # artifacts, session notes, network, report
+    assert len(vaults[0]) == 6 + 3 + 2 + 1  # artifacts, session notes, network, report
     assert vaults[0] == vaults[1]
 
 
@@ -322,8 +325,8 @@ def test_a_dry_run_writes_nothing(vault: Path) -> None:
 
     report = consolidate_json(vault, "--dry-run")
 
-    assert report["dry_run"] and len(report["artifacts"]["new"]) == 5
-    assert report["files_written"] == 10 and report["report"] is None  # no report
+    assert report["dry_run"] and len(report["artifacts"]["new"]) == 6
+    assert report["files_written"] == 11 and report["report"] is None  # no report
     assert snapshot(vault) == before
 
 
@@ -681,7 +684,7 @@ def test_export_at_layer_1_holds_no_path_email_or_key(vault: Path, tmp_path: Pat
 
     result = json.loads(ccm(vault, "export", "--layer", "1", str(shared), "--json").stdout)
 
-    assert result["notes"] == 3 and result["left_out"] == 3
+    assert result["notes"] == 4 and result["left_out"] == 2
     files = [p for p in shared.rglob("*") if p.is_file()]
     assert any(p.suffix == ".md" and p.parent.name == "decision" for p in files)
     for path in files:

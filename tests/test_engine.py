@@ -795,3 +795,33 @@ def test_the_thing_in_hand_done_as_a_whole_concludes_after_the_decision_on_the_w
     assert segment["conclusion"]["turn"] == 7 and segment["status"] == "concluded"
     merged = [*lines[:6], ("user", "merged"), ("assistant", "Noted.")]
     assert _segments_of(merged)[0]["conclusion"]["turn"] == 3
+
+
+def test_what_the_assistant_lists_to_do_after_a_decision_leaves_it_decided() -> None:
+    """Written for this test: "Ines it is, Tuesdays and Fridays" decides; the assistant's
+    "Still to do: the deposit ..." carries it out: the topic is concluded, and its effort
+    stays open for what is left. The user's own "still need to ..." after it leaves the
+    topic open, as before."""
+    lines = [
+        ("user", "which piano teacher for Mia, Ines or the music school?"),
+        ("assistant", "Ines is 28 a lesson and comes to you; the school is 24 but a drive."),
+        ("user", "Ines it is, Tuesdays and Fridays, Mia liked her trial"),
+        (
+            "assistant",
+            "Great, Ines on Tuesdays and Fridays. Still to do: the deposit and the book.",
+        ),
+    ]
+    segment = _segments_of(lines)[0]
+    assert segment["conclusion"]["turn"] == 3 and segment["status"] == "concluded"
+    turns = [
+        {"turn": n, "role": role, "content": text, "ts": f"2026-05-04T09:0{n}:00Z"}
+        for n, (role, text) in enumerate(lines, start=1)
+    ]
+    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
+    assert [e["status"] for e in result.open["efforts"]] == ["open"]
+    done = [*lines[:3], ("assistant", "Great, Ines on Tuesdays and Fridays.")]
+    done_turns = [{**t, "content": text} for t, (_, text) in zip(turns, done, strict=True)]
+    finished = render(fold(new_state("s"), done_turns, Params()), [], from_mapping({}))
+    assert finished.open["efforts"] == []
+    unsure = [*lines, ("user", "still need to check Fridays with her dad though")]
+    assert _segments_of(unsure)[0]["status"] == "open"

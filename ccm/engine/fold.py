@@ -49,7 +49,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 59
+STATE_VERSION = 60
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -415,7 +415,12 @@ def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | Non
         return "superseded"
     turn = conclusion["turn"]
     after = [e for e in open_turns if e[0] >= turn]
-    if any(e[6] for e in after if e[0] > turn) or any(e[8] for e in after):
+    # what is left to do after a user's decision, as the assistant lists it ("To do: the
+    # registration fee"), carries the decision out; it does not unsettle it
+    decided = conclusion["kind"] in conclusions.DECIDED and "user turn" in conclusion["reason"]
+    if any(e[6] for e in after if e[0] > turn) or any(
+        e[8] for e in after if not (decided and e[1] == "assistant")
+    ):
         return "open"
     said_by = next((e[1] for e in after if e[0] == turn), "user")
     if said_by == "assistant" and (
@@ -423,6 +428,16 @@ def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | Non
     ):
         return "open"
     return "concluded"
+
+
+def _work_left(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> bool:
+    """Whether the assistant lists work left after the decision a segment concluded on
+    ("Every item is done except a one-off restore test"): the decision stands, and the
+    effort stays open for what is left."""
+    if conclusion is None:
+        return False
+    turn = conclusion["turn"]
+    return any(e[8] and e[1] == "assistant" for e in open_turns if e[0] >= turn)
 
 
 def summarize(
@@ -533,6 +548,8 @@ def segment_record(
         "status": segment_status(open_turns, conclusion),
         "referenced": 0,
     }
+    if record["status"] == "concluded" and _work_left(open_turns, conclusion):
+        record["left"] = True  # its effort stays open (`render`) until that is done
     return record, counts
 
 

@@ -218,7 +218,7 @@ def _efforts(
         effort["last"] = last["last"]
     for effort in efforts.values():
         final = by_id[effort["segments"][-1]]
-        effort["status"] = final["status"]
+        effort["status"] = "open" if final.get("left") else final["status"]
         effort["topic"] = ", ".join(final["topic"][:3]) or effort["id"]
     return list(efforts.values())
 
