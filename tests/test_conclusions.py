@@ -686,6 +686,10 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
 # conversations showed past the cue words), each with its kind, and the same words in
 # turns that settle nothing.
 SETTLED = [
+    # a figure chosen with "then"; a gap closed by what was just done
+    ("ok, 1,800 for the boiler in the spreadsheet then", "decision"),
+    ("£12 and £7 then. students get the £7.", "decision"),
+    ("great. that closes the missing-invoices gap, march finally adds up", "resolution"),
     # a thing kept, said alone as the turn opens
     ("the old boiler stays. it's four years old and the engineer says it's fine", "decision"),
     ("ok, 3.11 stays, the upgrade waits for the next quarter", "decision"),
@@ -723,6 +727,8 @@ SETTLED = [
     ("ok that's clear. the permit first, then the survey. thanks", "answer"),
 ]
 NOT_SETTLED = [
+    "so £12 then? or is that too much for a village hall",
+    "the cafe that closes the square on market days is the one I mean",
     "so what stays, the sofa or the armchair?",
     "it stays. for now. no idea what else to do with it",
     "ok so now I need a fridge. and a hob, the old one has a dodgy burner. the oven stays",

@@ -90,6 +90,7 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 _WORD = r"[\w.+/#'-]+"
+_SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word or a figure: "£9", "2,500"
 # said as settled: "backups are properly done now", "certs are finally fixed"
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
 _SURELY = rf"(?:{_CERTAINLY}\s+)?"
@@ -132,6 +133,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             # "the invoices are actually sorted now" (not "sorted by date")
             r"\b(?:is|are|'s|'re)\s+" + _CERTAINLY + r" sorted(?=\s*(?:[,.;!\u2014-]|$|then|now|"
             r"for real|this time))",
+        ),
+    ),
+    # a gap or a ticket closed by what was just done: "that closes the late-event hole"
+    (
+        "resolution",
+        ("closes",),
+        _rx(
+            r"(?:^|[,.;:!]\s*|\b(?:so|and|ok|okay|great|good|brilliant|nice|perfect)\s+)"
+            r"that closes (?:the|it|this|that|our)\b"
         ),
     ),
     # a fix called so: "I'll call that one fixed", "call it solved"
@@ -741,7 +751,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             # a request for the next step ("show me the cache code then") decides nothing
             rf"show|tell|give|send|check|look|explain|walk|read|open|find|grep|something|"
             rf"anything|nothing)\b)"
-            rf"{_WORD}(?: {_WORD}){{0,6}} then(?=\s*(?:[,.;!]|$))"
+            rf"{_SAID}(?: {_SAID}){{0,6}} then(?=\s*(?:[,.;!]|$))"
         ),
     ),
     # insight: a finding stated
