@@ -686,6 +686,7 @@ def test_an_option_the_answer_labelled_is_chosen_by_its_label(reply: str, chosen
 # conversations showed past the cue words), each with its kind, and the same words in
 # turns that settle nothing.
 SETTLED = [
+    ("fine. £26k, four days a week, starting in June. that's the offer.", "decision"),
     # a figure chosen with "then"; a gap closed by what was just done
     ("ok, 1,800 for the boiler in the spreadsheet then", "decision"),
     ("£12 and £7 then. students get the £7.", "decision"),
@@ -727,6 +728,9 @@ SETTLED = [
     ("ok that's clear. the permit first, then the survey. thanks", "answer"),
 ]
 NOT_SETTLED = [
+    # whichever it is: a condition on the choice, not the choice
+    "whoever it is has to be fine with early starts, that's the job",
+    "whatever flat it is needs a lift, my knee won't do stairs",
     "so £12 then? or is that too much for a village hall",
     "the cafe that closes the square on market days is the one I mean",
     "so what stays, the sofa or the armchair?",

@@ -479,6 +479,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("it is",),
         _rx(
             rf"\b(?<!\bas )(?<!\bhow )(?<!\bwhat )(?<!\bwhere )(?<!\bway )"
+            # not whichever it is: "whoever it is has to be good with nervous dogs"
+            rf"(?!(?:whoever|whatever|whichever|wherever|however)\b)"
+            rf"(?<!\bwhoever )(?<!\bwhatever )(?<!\bwhichever )"
             rf"{_WORD}(?: {_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
             rf"(?<!\bway)(?<!\bthere)(?<!\bhere) it is\b"  # not "and there it is."
             r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
@@ -685,10 +688,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             "rota",
             "line-up",
             "lineup",
+            "offer",
+            "deal",
         ),
         _rx(
             r"\bthat'?s (?:the|our|my) (?:new |final )?(?:menu|split|schedule|route|itinerary|layout|"
-            r"timetable|rota|line-?up)\s*[.!]?$"
+            r"timetable|rota|line-?up|offer|deal)\s*[.!]?$"
         ),
     ),
     ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
