@@ -155,3 +155,45 @@ def test_the_quote_scan_matches_as_its_plain_form(source) -> None:
     plain = re.compile(QUOTED.pattern.removeprefix("(?=[\"'`\u201c])(?:").removesuffix(")"))
     assert len(plain.pattern) < len(QUOTED.pattern)
     assert QUOTED.findall(source) == plain.findall(source)
+
+
+def test_skipping_looks_ahead_only_where_the_first_characters_are_known() -> None:
+    assert text.skipping(r"\bfoo|(?<=x)bar").pattern.startswith("(?=[bf])")
+    assert text.skipping(r"^(?:oh|ah) no\b").pattern.startswith("(?=[ao])")
+    assert text.skipping(r"a?b").pattern.startswith("(?=[ab])")
+    for unknown in (r"\w+ done", r"a?", r"[^a]b", r"(?:|x)y", r"(?i)done", r"\d+"):
+        assert text.skipping(unknown).pattern == unknown, unknown
+    assert text.skipping("done", re.IGNORECASE).pattern == "done"
+
+
+def _plain_patterns() -> list[re.Pattern[str]]:
+    """Every pattern the engine compiles with `text.skipping` (the conclusion and rule
+    cues, the failure and pending scans) that starts with a lookahead."""
+    from ccm.engine import conclusions, critical, fold
+
+    found = [p for p in vars(conclusions).values() if isinstance(p, re.Pattern)]
+    found += [pattern for _, _, pattern in conclusions.CUES]
+    found += [cue.pattern for cue in critical.CUES] + [fold.BLOCKER, fold.PENDING]
+    return [p for p in found if p.pattern.startswith("(?=[")]
+
+
+def test_the_patterns_that_skip_match_as_their_plain_forms_on_real_turns() -> None:
+    """The patterns that start with a lookahead find what the same patterns without it
+    find, in every turn of the first held-out conversations (lowercased, as read)."""
+    import json
+    from pathlib import Path
+
+    patterns = _plain_patterns()
+    assert len(patterns) >= 100  # most of them skip
+    folder = Path(__file__).parent / "fixtures" / "scenarios_heldout"
+    turns = [
+        json.loads(line)["content"].lower()
+        for path in sorted(folder.glob("h*.jsonl"))[:24]
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    for fast in patterns:
+        plain = re.compile(re.sub(r"^\(\?=\[(?:\\.|[^\]])*\]\)\(\?:", "", fast.pattern)[:-1])
+        assert len(plain.pattern) < len(fast.pattern)
+        assert [m.span() for t in turns for m in fast.finditer(t)] == [
+            m.span() for t in turns for m in plain.finditer(t)
+        ], fast.pattern[:80]

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ccm.engine.text import any_of, is_record, sentences, terms
+from ccm.engine.text import any_of, is_record, sentences, skipping, terms
 
 CONFIDENCE = {
     "decision": 0.85,
@@ -86,7 +86,7 @@ class Conclusion:
 
 def _rx(*patterns: str) -> re.Pattern[str]:
     """One pattern from several; matched against lowercased text (IGNORECASE is 10x slower)."""
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
+    return skipping("|".join(f"(?:{p})" for p in patterns))
 
 
 _WORD = r"[\w.+/#'-]+"

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ccm.engine.text import is_record, sentences, terms
+from ccm.engine.text import is_record, sentences, skipping, terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
 
@@ -89,7 +89,7 @@ def _cue(
     opens: re.Pattern[str] | None = None,
     requires: tuple[str, ...] = (),
 ) -> Cue:
-    return Cue(name, frozenset(triggers.split()), re.compile(pattern), opens, requires)
+    return Cue(name, frozenset(triggers.split()), skipping(pattern), opens, requires)
 
 
 _NOT_NEVER = (

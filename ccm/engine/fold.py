@@ -43,6 +43,7 @@ from ccm.engine.text import (
     paths,
     prose,
     sentences,
+    skipping,
     term_of,
     terms,
     top_terms,
@@ -194,7 +195,7 @@ NOT_LABEL = frozenset(
 ACKNOWLEDGED = frozenset(
     "fair lovely brilliant grand cheers ta gotcha understood awesome sweet excellent".split()  # noqa: SIM905
 )
-PENDING = re.compile(
+PENDING = skipping(
     r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
     r"except (?:for )?(?:a|an|the|one)\b|unresolved|haven'?t decided|not sure yet|"
     # the other side doubting that it is over: "I wouldn't call it dead on one run"
@@ -202,7 +203,7 @@ PENDING = re.compile(
     r"before (?:calling|declaring|we call|you call) (?:it|them|that|th\w+ \w+) (?:done|fixed)|"
     r"not so fast)"
 )
-BLOCKER = re.compile(
+BLOCKER = skipping(
     r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*|dies|crash\w*)|"
     r"didn'?t (?:fix|work|help)|doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|"
     r"can'?t (?:get|make|find)|error:|traceback|exception|stuck|hangs|hung|froze|"

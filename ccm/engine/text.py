@@ -7,6 +7,7 @@ every derived file can be rebuilt byte for byte.
 from __future__ import annotations
 
 import heapq
+import importlib
 import math
 import re
 from collections.abc import Mapping
@@ -129,6 +130,69 @@ def _branches(node: dict[str, Any]) -> str:
     if len(children) == 1 and len(body) > 1:
         body = "(?:" + body + ")"
     return body + "?"
+
+
+def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """`pattern` compiled with a lookahead of the characters it can start with, when they
+    can be told (a few): `re` then skips to them, where a leading "\\b" or lookbehind
+    would have it try the whole pattern at every character."""
+    try:
+        # (the parser `re` itself uses; private, hence the fallback below)
+        sre = importlib.import_module("re._constants")
+        parse = importlib.import_module("re._parser")
+        parsed = parse.parse(pattern, flags)
+        # (a case-blind pattern starts with either case of its letters: left as it is)
+        blind = (flags | parsed.state.flags) & re.IGNORECASE
+        first = None if blind else _firsts(list(parsed), sre)
+    except Exception:  # an unknown construct, or another Python's parser: as it is
+        first = None
+    if not first or len(first) > 24:
+        return re.compile(pattern, flags)
+    chars = "".join(sorted(re.escape(c) for c in first))
+    try:
+        return re.compile(f"(?=[{chars}])(?:{pattern})", flags)
+    except re.error:  # (an inline flag that must stay first, say)
+        return re.compile(pattern, flags)
+
+
+def _firsts(items: list[Any], sre: Any) -> set[str] | None:
+    """The characters a parsed pattern can start with; None when that cannot be told
+    (a category, a negated set, a pattern that can match nothing)."""
+    found: set[str] = set()
+    for op, arg in items:
+        if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+            continue  # zero width
+        if op is sre.LITERAL:
+            return found | {chr(arg)}
+        if op is sre.IN:
+            for kind, value in arg:
+                if kind is sre.LITERAL:
+                    found.add(chr(value))
+                elif kind is sre.RANGE and value[1] - value[0] <= 64:
+                    found.update(chr(c) for c in range(value[0], value[1] + 1))
+                else:
+                    return None
+            return found
+        if op is sre.BRANCH:
+            for branch in arg[1]:
+                inner = _firsts(list(branch), sre)
+                if inner is None:
+                    return None
+                found |= inner
+            return found
+        if op is sre.SUBPATTERN:
+            inner = _firsts(list(arg[-1]), sre)
+            return None if inner is None else found | inner
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            inner = _firsts(list(arg[2]), sre)
+            if inner is None:
+                return None
+            found |= inner
+            if arg[0] >= 1:
+                return found
+            continue
+        return None
+    return None  # it may match the empty string
 
 
 def words(lower: str) -> list[str]:
