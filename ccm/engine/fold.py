@@ -591,30 +591,35 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
     decides again or concludes on the same subject: the latest earlier conclusion of
     the effort that still stood is superseded by it (a decision revised, a premature
     fix followed by the real one, a plan carried out)."""
+    index = _effort_standing(state)
+    if index is None:
+        return
+    earlier = state["segments"][index]["conclusion"]
+    choices = ("decision", "confirmation")
+    reverses = found["kind"] in choices and earlier["kind"] in choices
+    common = _common(state)
+    # "instead" reverses an earlier decision only one it says something about: two
+    # decisions of one trip share the trip's words, not a subject
+    about = conclusions.what(_said(found), common) & conclusions.what(_said(earlier), common)
+    if (
+        reverses and about and conclusions.REVERSAL.search(_said(found).lower())
+    ) or conclusions.same_subject(_said(found), _said(earlier), common):
+        _supersede(state, index, found["turn"])
+
+
+def _effort_standing(state: State) -> int | None:
+    """The latest concluded segment (its index) of the effort the open segment belongs
+    to: where that effort stood before it; None when it has none."""
     current = state["current"]
     effort_index, _ = match_effort(state, _vector(current["open"]), current.get("resume"))
     if effort_index is None:
-        return
-    effort = state["efforts"][effort_index]
+        return None
     segments = state["segments"]
-    choices = ("decision", "confirmation")
-    for sid in reversed(effort["segments"]):
+    for sid in reversed(state["efforts"][effort_index]["segments"]):
         index = int(sid[4:]) - 1
-        segment = segments[index]
-        if segment["status"] == "concluded":
-            earlier = segment["conclusion"]
-            reverses = found["kind"] in choices and earlier["kind"] in choices
-            common = _common(state)
-            # "instead" reverses an earlier decision only one it says something about: two
-            # decisions of one trip share the trip's words, not a subject
-            about = conclusions.what(_said(found), common) & conclusions.what(
-                _said(earlier), common
-            )
-            if (
-                reverses and about and conclusions.REVERSAL.search(_said(found).lower())
-            ) or conclusions.same_subject(_said(found), _said(earlier), common):
-                _supersede(state, index, found["turn"])
-            return
+        if segments[index]["status"] == "concluded":
+            return index
+    return None
 
 
 def _common(state: State) -> Callable[[str], bool]:
@@ -693,20 +698,14 @@ def _retract_resumed(state: State, turn: int) -> None:
     """A user reporting a failure in a segment that takes up an earlier effort again
     ("ok back to the desync. ... it's WORSE than before") takes back that effort's
     latest fix or task, however long ago it was concluded."""
-    current = state["current"]
-    if current is None or current["cue"] != "resume":
+    if state["current"] is None or state["current"]["cue"] != "resume":
         return
-    effort_index, _ = match_effort(state, _vector(current["open"]), current.get("resume"))
-    if effort_index is None:
-        return
-    segments = state["segments"]
-    for sid in reversed(state["efforts"][effort_index]["segments"]):
-        index = int(sid[4:]) - 1
-        segment = segments[index]
-        if segment["status"] == "concluded":
-            if segment["conclusion"]["kind"] in ("resolution", "task"):
-                _reopen(state, index, turn)
-            return
+    index = _effort_standing(state)
+    if index is not None and state["segments"][index]["conclusion"]["kind"] in (
+        "resolution",
+        "task",
+    ):
+        _reopen(state, index, turn)
 
 
 def _reopen(state: State, index: int, turn: int) -> None:
