@@ -908,14 +908,11 @@ COUNTED = re.compile(
 )
 SUMS_UP = re.compile(r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) ")
 OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
-QUOTED = re.compile(
-    # (the lookahead first lets the scan skip to a quote mark: 3-4x faster on prose)
-    "(?=[\"'`\u201c])(?:"
+QUOTED = skipping(
     r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d|"
     # a message someone else wrote, pasted in after a colon or on a line of its own:
     # "pasting the important bit:\n\n\"... Hillside have since decided ...\""
     r"(?:(?<=: )|(?<=:\n)|(?<=\n)|^)(?:\"[^\"]{81,4000}\"|\u201c[^\u201d]{81,4000}\u201d)"
-    ")"
 )
 REVERSAL = _rx(
     r"\binstead\b",

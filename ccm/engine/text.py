@@ -160,8 +160,8 @@ def _firsts(items: list[Any], sre: Any) -> set[str] | None:
     (a category, a negated set, a pattern that can match nothing)."""
     found: set[str] = set()
     for op, arg in items:
-        if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
-            continue  # zero width
+        if _zero_width(op, arg, sre):
+            continue  # "\\b", a lookbehind, "(?:(?<=: )|^)"
         if op is sre.LITERAL:
             return found | {chr(arg)}
         if op is sre.IN:
@@ -193,6 +193,18 @@ def _firsts(items: list[Any], sre: Any) -> set[str] | None:
             continue
         return None
     return None  # it may match the empty string
+
+
+def _zero_width(op: Any, arg: Any, sre: Any) -> bool:
+    """Whether a parsed item matches no character: an anchor, a lookaround, or a group or
+    choice of nothing else."""
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return True
+    if op is sre.SUBPATTERN:
+        return all(_zero_width(o, a, sre) for o, a in arg[-1])
+    if op is sre.BRANCH:
+        return all(branch and all(_zero_width(o, a, sre) for o, a in branch) for branch in arg[1])
+    return False
 
 
 def words(lower: str) -> list[str]:
