@@ -153,12 +153,14 @@ RULES = [
     "we cannot meet on Wednesdays, that's choir.",
     "the kids' party stays under £150 all in, presents included.",
     "oh and keep the replies short, I read them on the bus.",
+    "deliveries come between 8 and 12, and nobody signs for anything after 12.",
 ]
 NOT_RULES = [
     "I restarted the worker and keep getting 502s from the gateway.",
     "we cannot reproduce it on Mondays, only after the weekend deploy",
     "cap it at 9k steps so it stays under 6h",
     "i stay under 2,000 steps most days, which is the problem",
+    "we rang the bell twice, and nobody answered after six",
     "what was the budget for the garden last year?",
     "none of them are booked yet, the site was down",
     "we had nothing more than 2 hours of sleep before the flight",

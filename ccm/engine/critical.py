@@ -426,6 +426,11 @@ CUES: tuple[Cue, ...] = (
         r"on prod|in prod|outside)\b|"
         r"^(?:\W*(?:and|so|also)\W+)?(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
         r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b|"
+        # ... or after a comma, bounded: "Guests arrive between 3 and 7, and nobody checks
+        # in after 7"
+        r",\s*(?:and|but|so)\s+(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
+        r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b"
+        r"[^.;]{0,40}\b(?:after|before|without|until|past|unless)\b|"
         r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b|"
         # none of a thing let through: "and this time NONE of it goes on a credit card"
         r"\bnone of (?:it|this|that|them|those) (?:goes|gets|is|are) (?!\w+ed\b)",
