@@ -39,6 +39,8 @@ from typing import NamedTuple
 import numpy as np
 import snowballstemmer
 
+from ccm.engine.text import Memo
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS postings(
     id INTEGER PRIMARY KEY,
@@ -147,17 +149,7 @@ def _fold(char: str) -> str:
     return base[0] if len(base) > 1 and ord(base[0]) < 0x250 else char
 
 
-class _Stems(dict[str, str]):
-    """word -> stem, filled on first sight: looked up in C by `map` (a hot path)."""
-
-    def __missing__(self, word: str) -> str:
-        if len(self) > 1 << 18:
-            self.clear()
-        self[word] = found = stem(word)
-        return found
-
-
-_STEMS = _Stems()
+_STEMS = Memo(stem, 1 << 18)  # word -> stem, looked up by `map` (a hot path)
 
 
 class _Numbering(dict[str, int]):
@@ -273,18 +265,9 @@ def _folded(word: str) -> str:
     return word if word.isascii() else word.translate(_FOLDS)
 
 
-class _Folds(dict[int, str]):
-    """code point -> what `_fold` makes of it, filled on first sight (for
-    `str.translate`: a tool's output is folded a line at a time)."""
-
-    def __missing__(self, point: int) -> str:
-        if len(self) > 1 << 16:
-            self.clear()
-        self[point] = folded = _fold(chr(point))
-        return folded
-
-
-_FOLDS = _Folds()
+# code point -> what `_fold` makes of it (for `str.translate`: a tool's output is
+# folded a line at a time)
+_FOLDS: Memo[int, str] = Memo(lambda point: _fold(chr(point)), 1 << 16)
 
 
 def folded_lower(text: str) -> str:

@@ -189,3 +189,16 @@ def test_the_patterns_that_skip_match_as_their_plain_forms_on_real_turns() -> No
         assert [m.span() for t in turns for m in fast.finditer(t)] == [
             m.span() for t in turns for m in plain.finditer(t)
         ], fast.pattern[:80]
+
+
+def test_a_memo_fills_on_first_sight_and_empties_past_its_limit() -> None:
+    calls: list[str] = []
+
+    def upper(word: str) -> str:
+        calls.append(word)
+        return word.upper()
+
+    memo = text.Memo(upper, 2)
+    assert list(map(memo.__getitem__, ["a", "b", "a", "c"])) == ["A", "B", "A", "C"]
+    assert calls == ["a", "b", "c"]  # "a" the second time came from the memo
+    assert memo["d"] == "D" and len(memo) == 1  # it held 3 > 2: emptied, then "d" filled

@@ -10,8 +10,11 @@ import heapq
 import importlib
 import math
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 STOPWORDS = frozenset(
     """
@@ -104,6 +107,21 @@ def stem(word: str) -> str:
     return word
 
 
+class Memo(dict[_K, _V]):
+    """key -> `fill(key)`, filled on first sight and emptied when it holds more than
+    `limit`: a memo looked up in C (by `map`, by `str.translate`) on a hot path."""
+
+    def __init__(self, fill: Callable[[_K], _V], limit: int) -> None:
+        super().__init__()
+        self.fill, self.limit = fill, limit
+
+    def __missing__(self, key: _K) -> _V:
+        if len(self) > self.limit:
+            self.clear()
+        self[key] = value = self.fill(key)
+        return value
+
+
 def any_of(literals: list[str] | set[str] | frozenset[str]) -> re.Pattern[str]:
     """A pattern matching any of `literals`, the longest one where several start at
     the same place: what ``"|".join`` of them, longest first, matches, but as a trie
@@ -132,18 +150,23 @@ def _branches(node: dict[str, Any]) -> str:
     return body + "?"
 
 
+# the parser `re` itself uses (private, so `skipping` falls back to a plain compile)
+try:
+    _SRE: Any = importlib.import_module("re._constants")
+    _PARSER: Any = importlib.import_module("re._parser")
+except ImportError:  # pragma: no cover - another Python's `re`
+    _SRE = _PARSER = None
+
+
 def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """`pattern` compiled with a lookahead of the characters it can start with, when they
     can be told (a few): `re` then skips to them, where a leading "\\b" or lookbehind
     would have it try the whole pattern at every character."""
     try:
-        # (the parser `re` itself uses; private, hence the fallback below)
-        sre = importlib.import_module("re._constants")
-        parse = importlib.import_module("re._parser")
-        parsed = parse.parse(pattern, flags)
+        parsed = _PARSER.parse(pattern, flags)
         # (a case-blind pattern starts with either case of its letters: left as it is)
         blind = (flags | parsed.state.flags) & re.IGNORECASE
-        first = None if blind else _firsts(list(parsed), sre)
+        first = None if blind else _firsts(list(parsed), _SRE)
     except Exception:  # an unknown construct, or another Python's parser: as it is
         first = None
     if not first or len(first) > 24:
@@ -227,18 +250,7 @@ def _term(word: str) -> str:
     return stem(word)
 
 
-class _Terms(dict[str, str]):
-    """word -> its term, filled on first sight: looked up in C by `map` (`terms` is on
-    the engine's per-turn path)."""
-
-    def __missing__(self, word: str) -> str:
-        if len(self) > 200_000:
-            self.clear()
-        self[word] = term = _term(word)
-        return term
-
-
-_TERM_CACHE = _Terms()
+_TERM_CACHE = Memo(_term, 200_000)  # `terms` is on the engine's per-turn path
 
 
 def terms(text: str) -> list[str]:
