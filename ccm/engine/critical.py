@@ -92,6 +92,12 @@ def _cue(
     return Cue(name, frozenset(triggers.split()), skipping(pattern), opens, requires)
 
 
+# nobody doing something, said as the way things are ("nobody git pulls on those boxes"),
+# not what nobody knew or did
+_NOBODY_DOES = (
+    r"(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|told|asked|remembers|else|"
+    r"has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b"
+)
 _NOT_NEVER = (
     r"(?! (?:\w+ed|told|said|went|did|had|got|been|forget|made|saw|knew|thought|heard|came|"
     r"took|gave|found|felt|left|ran|wrote|the|a|an|same|so|like|there|here|mind|\w+s)\b)"
@@ -424,13 +430,11 @@ CUES: tuple[Cue, ...] = (
         r"\bnothing (?!(?:changed|happened|works|worked|came|showed|matters|helped|else|seems|"
         r"looks)\b)\w+s\b[^.;]{0,40}\b(?:between|before|after|during|until|unless|without|"
         r"on prod|in prod|outside)\b|"
-        r"^(?:\W*(?:and|so|also)\W+)?(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
-        r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b|"
+        rf"^(?:\W*(?:and|so|also)\W+)?{_NOBODY_DOES}|"
         # ... or after a comma, bounded: "Guests arrive between 3 and 7, and nobody checks
         # in after 7"
-        r",\s*(?:and|but|so)\s+(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|"
-        r"told|asked|remembers|else|has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b"
-        r"[^.;]{0,40}\b(?:after|before|without|until|past|unless)\b|"
+        rf",\s*(?:and|but|so)\s+{_NOBODY_DOES}[^.;]{{0,40}}\b(?:after|before|without|until|"
+        r"past|unless)\b|"
         r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b|"
         # none of a thing let through: "and this time NONE of it goes on a credit card"
         r"\bnone of (?:it|this|that|them|those) (?:goes|gets|is|are) (?!\w+ed\b)",

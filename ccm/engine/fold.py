@@ -417,10 +417,12 @@ def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | Non
     turn = conclusion["turn"]
     after = [e for e in open_turns if e[0] >= turn]
     # what is left to do after a user's decision, as the assistant lists it ("To do: the
-    # registration fee"), carries the decision out; it does not unsettle it
+    # registration fee"), carries the decision out; it does not unsettle it (`_work_left`)
     decided = conclusion["kind"] in conclusions.DECIDED and "user turn" in conclusion["reason"]
-    if any(e[6] for e in after if e[0] > turn) or any(
-        e[8] for e in after if not (decided and e[1] == "assistant")
+    if (
+        any(e[6] for e in after if e[0] > turn)
+        or any(e[8] and e[1] != "assistant" for e in after)
+        or (not decided and _work_left(open_turns, turn))
     ):
         return "open"
     said_by = next((e[1] for e in after if e[0] == turn), "user")
@@ -431,13 +433,10 @@ def segment_status(open_turns: list[list[Any]], conclusion: dict[str, Any] | Non
     return "concluded"
 
 
-def _work_left(open_turns: list[list[Any]], conclusion: dict[str, Any] | None) -> bool:
-    """Whether the assistant lists work left after the decision a segment concluded on
-    ("Every item is done except a one-off restore test"): the decision stands, and the
-    effort stays open for what is left."""
-    if conclusion is None:
-        return False
-    turn = conclusion["turn"]
+def _work_left(open_turns: list[list[Any]], turn: int) -> bool:
+    """Whether the assistant lists work left at or after `turn` ("Every item is done
+    except a one-off restore test"): after a user's decision, the decision stands and
+    its effort stays open for what is left; after anything else, the segment is open."""
     return any(e[8] and e[1] == "assistant" for e in open_turns if e[0] >= turn)
 
 
@@ -549,7 +548,11 @@ def segment_record(
         "status": segment_status(open_turns, conclusion),
         "referenced": 0,
     }
-    if record["status"] == "concluded" and _work_left(open_turns, conclusion):
+    if (
+        conclusion
+        and record["status"] == "concluded"
+        and _work_left(open_turns, conclusion["turn"])
+    ):
         record["left"] = True  # its effort stays open (`render`) until that is done
     return record, counts
 
@@ -656,11 +659,11 @@ def _failure_said(lower: str) -> bool:
     )
 
 
-def _taken_back(state: State, turn: int, text: str) -> None:
+def _taken_back(state: State, turn: int, lower: str) -> None:
     """A user quoting a conclusion to say it did not hold ("so much for signed and
     sealed", "so much for 'should stop the crash'") reopens the latest segment, however
-    far back, whose conclusion said those words."""
-    match = SO_MUCH_FOR.search(text.lower())
+    far back, whose conclusion said those words (`lower`: the turn, lowercased)."""
+    match = SO_MUCH_FOR.search(lower)
     if match is None:
         return
     words = " ".join(match.group(1).split())
@@ -1085,7 +1088,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
     if role == "user" and "so much for" in lower:
-        _taken_back(state, number, text)
+        _taken_back(state, number, lower)
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
         # one that comes back ("great, NaN again"), leaves an earlier fix alone
