@@ -94,6 +94,13 @@ _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word 
 # said as settled: "backups are properly done now", "certs are finally fixed"
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
 _SURELY = rf"(?:{_CERTAINLY}\s+)?"
+# a thing kept, said alone as a turn opens (`OPENING_ONLY`): "8.5 stays.", "Bruges stays,
+# they'd mutiny" (not "... and the hob. oven stays")
+_KEPT = _rx(
+    r"(?:^|[.;:]\s*|\b(?:so|ok|okay|fine|right)[,.]?\s+)(?:the |our )?"
+    r"(?!(?:it|he|she|they|that|this|what|who|which)\b)[\w.'-]+(?: [\w.'-]+)? stays"
+    r"(?=\s*(?:[,.;!]|$))"
+)
 # Each cue: its kind, the anchors one of which a sentence must hold for it to match (a
 # substring test costs far less than a pattern scanning the sentence, and most
 # sentences hold no anchor of most cues), and the pattern.
@@ -704,14 +711,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("stays",),
         _rx(
             r"(?:^|[,.;:]\s*|\b(?:so|then|ok|fine)\s+)(?:the )?(?!(?:it|he|she|they)\b)[\w-]+"
-            r"(?: [\w-]+)? stays (?:on|off|in|out|as (?:it )?is|put|where it is)(?=\s*(?:[,.;!]|$))",
-            # a thing kept, said alone as a turn opens (`KEPT_AT_MOST`): "8.5 stays.",
-            # "Bruges stays, they'd mutiny" (not "... and the hob. oven stays")
-            r"(?:^|[.;:]\s*|\b(?:so|ok|okay|fine|right)[,.]?\s+)(?:the |our )?"
-            r"(?!(?:it|he|she|they|that|this|what|who|which)\b)[\w.'-]+(?: [\w.'-]+)? stays"
-            r"(?=\s*(?:[,.;!]|$))",
+            r"(?: [\w-]+)? stays (?:on|off|in|out|as (?:it )?is|put|where it is)(?=\s*(?:[,.;!]|$))"
         ),
     ),
+    ("decision", ("stays",), _KEPT),
     # a proposal taken up in so many words: "yes to that", "yes to the second one"
     (
         "decision",
@@ -894,7 +897,9 @@ IRONIC_TURN = _rx(
 )
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
-KEPT_AT_MOST = 2  # "X stays." decides only in a turn's first sentences
+# cues that decide only in a turn's first `OPENING_SENTENCES` ("X stays.")
+OPENING_ONLY = frozenset({_KEPT})
+OPENING_SENTENCES = 2
 # a setback met with a mock conclusion: "Well, that's the venue solved then", "Oh brilliant,
 # that's that sorted then" (a "well" or an "oh" and praise before "that's ... then")
 MOCKED = re.compile(
@@ -1346,7 +1351,7 @@ def detect(
             match = pattern.search(sentence)
             if match is None:
                 continue
-            if index >= KEPT_AT_MOST and match.group().endswith(" stays"):
+            if index >= OPENING_SENTENCES and pattern in OPENING_ONLY:
                 continue
             if _is_question(sentence, match.end()) or _negated(
                 sentence, match.start(), match.end()
