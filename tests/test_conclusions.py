@@ -726,8 +726,34 @@ SETTLED = [
     ("ran the audit, nothing found. ok that answers OPS-88.", "answer"),
     ("oh this is great, exactly the checklist we needed for the auditors", "answer"),
     ("ok that's clear. the permit first, then the survey. thanks", "answer"),
+    # a recovery called so; a matter taken care of; a plan owned; an option thrown out
+    ("all four regions report in again. ops is calling it recovered as of 14:20", "resolution"),
+    ("ok calling it fixed, the queue drained overnight", "resolution"),
+    ("mirror audit notes dealt with, the reply goes to legal tomorrow", "resolution"),
+    ("good. the flaky login bug's dealt with then", "resolution"),
+    (
+        "the stall moves to the car park and Jan runs the raffle. that's what we're doing",
+        "decision",
+    ),
+    ("the noise thing settles it, she'd never sleep next to the boiler. the back room", "answer"),
+    ("forty runs and none wobbled. that's fixed \U0001f44d merge it", "resolution"),
+    ("ok, the upload timeout is actually fixed: chunking plus the retry", "resolution"),
+    ("good. the logo swap and the favicons, done", "task"),
 ]
 NOT_SETTLED = [
+    # a matter still to take care of, a stop, a question, a habit, an ironic fix
+    "it'll be dealt with next sprint, nobody has time now",
+    "the complaints need to be dealt with before friday",
+    "ok I'm calling it. night",
+    "is that what we're doing? nobody told me",
+    "that's what we do every spring and it never works",
+    "that's fixed \U0001f643 half the rows still vanish",
+    "I'll get four marshals on the gate and hire the clock, done",
+    # it works where the user tried it; an idiom; how a thing is done
+    "hm, I ran it on my own laptop with the flag off and it's perfectly smooth. solved",
+    "on my machine the page is instant now, so the slow page is fixed",
+    "fine. two swims a week, and burpees are dead to me.",
+    "the renewal is done online through the council portal, it takes ten minutes",
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",

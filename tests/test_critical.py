@@ -154,8 +154,15 @@ RULES = [
     "the kids' party stays under £150 all in, presents included.",
     "oh and keep the replies short, I read them on the bus.",
     "deliveries come between 8 and 12, and nobody signs for anything after 12.",
+    # one more rule, announced; a no said with no end to it
+    "one more rule while we're at it: the photos go to Lena before they go online.",
+    "no fireworks at the campsite, ever.",
+    "the bot doesn't merge its own PRs, ever.",
 ]
 NOT_RULES = [
+    # "ever" after a past or a question: no rule
+    "we never got a reply from them, ever",
+    "did anyone ever call back, ever?",
     "I restarted the worker and keep getting 502s from the gateway.",
     "we cannot reproduce it on Mondays, only after the weekend deploy",
     "cap it at 9k steps so it stays under 6h",

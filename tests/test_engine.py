@@ -704,6 +704,22 @@ def test_a_turn_that_says_it_is_unrelated_opens_a_topic(opening: str) -> None:
     assert segments[1]["cue"] == "shift"
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "hold that, Sam just rang: the 60 guests need a coach from the station",
+        "one more on the guests: Sam's aunt can't do stairs, is the barn step-free for 60 guests?",
+        "ok. desserts. two gluten free ones for 60 guests?",
+    ],
+)
+def test_an_interruption_or_one_more_on_a_named_thing_opens_a_topic(opening: str) -> None:
+    """Written for this test: "hold that, ..." breaks off for something that came up,
+    "one more on the guests:" and "ok. desserts. ..." name what comes next (the last in
+    few words): each opens a topic, though it shares words with the caterer's answer."""
+    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "Let me look.")])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+
+
 def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> None:
     """Written for this test: the crash fix goes out for testing, another topic is decided,
     then "beta2 in reaper and live, sample rate switched back and forth, no crash. ok that
@@ -775,6 +791,43 @@ def test_a_fix_that_did_not_hold_is_a_failure(said: str) -> None:
 
     assert _failure_said(said.lower())
     assert not _failure_said("is it fixed now, or not fixed yet?")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "good, do the other four the same way, and stop if anything hangs",
+        "run the backfill overnight; in case the job is stuck again, page me",
+        "leave the old worker up unless the new one crashes again",
+    ],
+)
+def test_a_failure_supposed_is_no_failure_reported(said: str) -> None:
+    """Written for this test: a failure word in a condition ("stop if anything hangs")
+    supposes a failure; it reports none. Said as a report, after a comma or outright, it
+    is one."""
+    from ccm.engine.fold import _failure_said
+
+    assert not _failure_said(said.lower())
+    assert _failure_said("when I run the other four, the second one hangs")
+    assert _failure_said("the job is stuck again, same as monday")
+
+
+def test_a_failure_supposed_leaves_the_fix_just_made() -> None:
+    """Written for this test: the fix is confirmed, a new topic starts, and a turn of that
+    topic says "stop if anything hangs": the fix stays concluded."""
+    lines = [
+        ("user", "the nightly export has been timing out since monday, can you look?"),
+        ("assistant", "The export query lost its index in the last migration; restored it."),
+        ("user", "ran it by hand, 40 seconds instead of 20 minutes. that's fixed, thanks"),
+        ("assistant", "Good. The migration now keeps the index."),
+        ("user", "next: the four replicas need the kernel patch, drain them one at a time"),
+        ("assistant", "Replica 1 drained, patched and back. Three to go: same way?"),
+        ("user", "yes, go through the rest one by one, stop if anything hangs"),
+        ("assistant", "Draining replica 2."),
+    ]
+    segments = _segments_of(lines)
+    fix = next(s for s in segments if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    assert (fix["conclusion"]["turn"], fix["status"]) == (3, "concluded")
 
 
 def test_the_thing_in_hand_done_as_a_whole_concludes_after_the_decision_on_the_way() -> None:

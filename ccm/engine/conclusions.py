@@ -114,8 +114,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?<!needed )(?<!need )(?<!get )(?<!be )(?<!have )(?:^|\b(?:is|'s|are|now|all|got|"
             r"been|one'?s|bug'?s)\s+"
             + _SURELY
-            + r")(?:fixed|solved|resolved)(?=\s*(?:[,.;!\u2014-]|$|"
-            r"then|now|for real|this time|too|as well|\w*\s*[\U0001f389\u2705\u2714]))",
+            # then the sentence ends, or what it is ("is actually fixed: headers split"), or
+            # an emoji ("that's fixed 👍"; an ironic one is `IRONY`)
+            + r")(?:fixed|solved|resolved)(?=\s*(?:[,.;:!\u2014-]|$|"
+            r"then|now|for real|this time|too|as well|\w*\s*[\U0001f300-\U0001faff\u2705\u2714]))",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error)s? (?:is |are )?"
             r"(?:fixed|solved|resolved)\b",
             r"\bproblem solved\b",
@@ -156,8 +158,19 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("call",),
         _rx(
-            r"\bcall(?:ing)? (?:it|that|this|that one|this one) (?:fixed|sorted|solved|resolved)\b"
+            r"\bcall(?:ing)? (?:it|that|this|that one|this one) "
+            r"(?:fixed|sorted|solved|resolved|recovered)\b"
             r"(?![^.;!?]{0,30}\b(?:once|when|if|after|as soon as|until)\b)"  # not yet
+        ),
+    ),
+    # a matter taken care of: "review notes dealt with, the reply goes in with the next
+    # build", "timezone bug's dealt with then" (not "it'll be dealt with", "to be dealt with")
+    (
+        "resolution",
+        ("dealt with",),
+        _rx(
+            r"(?<!\bbe )(?<!\bto )(?<!\bget )\bdealt with(?=\s*(?:[,.;!\u2014-]|$|then\b|now\b|"
+            r"for good\b))"
         ),
     ),
     (
@@ -192,7 +205,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:dead|gone)\b",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error|flake|race|crash|"
             r"deadlock|regression)s?(?:'s| is| are)? (?:gone|dead)\b",
-            r"\b(?:is|are) " + _SURELY + r"dead\b|\b(?:is|are) " + _SURELY + r"gone\b|"
+            # (not "clamshells are dead to me": done with, not fixed)
+            r"\b(?:is|are) " + _SURELY + r"dead\b(?! to (?:me|us|him|her|them)\b)|"
+            r"\b(?:is|are) " + _SURELY + r"gone\b|"
             r"^(?:\w+ ){0,2}gone\b",
             # "ok THAT one's actually dead", "this one's finally gone"
             r"\b(?:that|this) one(?:'s| is) " + _SURELY + r"(?:dead|gone)\b",
@@ -277,7 +292,11 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     (
         "answer",
         ("good to know", "solved", "settles"),
-        _rx(r"\bgood to know\b|\bmystery solved\b|\bthat settles it\b"),
+        # "that settles it", "the deaf thing settles it, he'd never hear her coming"
+        _rx(
+            r"\bgood to know\b|\bmystery solved\b|"
+            r"\b(?:that|this|which|the [\w'-]+(?: [\w'-]+)?) settles it\b"
+        ),
     ),
     (
         "answer",
@@ -424,8 +443,14 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:is|are|'s|has been|have been|now|all|that'?s)\s+"
             + _SURELY
             + r"(?:done|finished|"
-            r"completed|complete|merged|deployed|shipped|in place)\b(?! with\b)",
+            # (not done with something, nor how a thing is done: "it's done online")
+            r"completed|complete|merged|deployed|shipped|in place)\b"
+            r"(?! (?:with|online|through|via|manually|automatically|in person|using)\b)",
             r"\b\w+ (?:done|finished|complete)\b(?=\s*(?:[,.;:!\u2714\u2705]|$))",
+            # what was done, then "done" closing the sentence: "redirects and index pages, done"
+            # (not a promise: "I'll get four marshals and hire the clock, done")
+            r"^(?![^.!?]*\b(?:\w+'ll|will)\b)[^.!?]*\b[a-z]\w*, (?:done|finished)\s*"
+            r"(?:[.!\u2714\u2705]|$)",
             r"\bapproved,? (?:and )?merged\b|\bmerged it\b",
             # "deployed, 9d24be0 on the box. done with that one"
             r"\bdone with (?:that|this)(?: one)?\s*(?:[.!]|$)",
@@ -557,6 +582,17 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ),
     ),
     ("decision", ("change of plan",), _rx(r"^change of plan\b")),
+    # a plan laid out, then owned: "...his edging boards come back by May. that's what
+    # we're doing", "that's what we do: worker-scoped fixtures" (not "that's what we do
+    # every year", "is that what we're doing?")
+    (
+        "decision",
+        ("that's what", "thats what", "that is what"),
+        _rx(
+            r"\bthat(?:'?s| is) what (?:we|i)(?:'re| are|'m| am|'ll| will)? ?(?:doing|do|going with)"
+            r"(?=\s*(?:[.,;!:\u2014-]|$|then\b|now\b))"
+        ),
+    ),
     # a matter closed in so many words: "yeah. that's that then, bertie's out"; one side
     # of a trade-off taken: "instagram cosy vs pip having somewhere to lie. pip wins."
     (
@@ -855,7 +891,9 @@ PAUSE = _rx(
     r"[^.?!]{0,25}\b(?:(?:for )?(?:today|tonight|the day|the week|this week)|for now)\b",
     # "now" alone pauses only a stop ("stopping now"): "the migration's done now" is done
     r"\b(?:stop(?:ping)?|call it|wrap(?:ping)? (?:it )?up)\b[^.?!]{0,25}\bnow\b",
-    r"\b(?:call it a day|stop here|let'?s stop|calling it)\b",
+    # (not "calling it fixed": a fix called so)
+    r"\b(?:call it a day|stop here|let'?s stop|calling it(?! (?:fixed|sorted|solved|resolved|"
+    r"recovered)\b))\b",
 )
 # a check still under way: "CI is running again", "the run has started", "checks pending"
 RUNNING = re.compile(
@@ -912,7 +950,11 @@ COUNTED = re.compile(
     r"green|pass\w*|jobs?|suites?|cases?|specs?|succeed\w*|done|fixed|migrated|merged)\b)"
 )
 SUMS_UP = re.compile(r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) ")
-OWN_MACHINE = re.compile(r"\bworks on my (?:machine|laptop|box|computer)\b")
+# "works on my machine", and the same said the other way round: "I tried it on my own box
+# with vsync off and it's completely smooth", "on my machine it's instant though"
+_MINE = r"\bon my (?:own )?(?:machine|laptop|box|computer|pc|mac|desktop)\b"
+_FINE = r"\b(?:works?|working|worked|fine|smooth(?:ly)?|instant|perfect(?:ly)?|no problem)\b"
+OWN_MACHINE = re.compile(rf"{_FINE}[^.!?\n]{{0,40}}{_MINE}|{_MINE}[^.!?\n]{{0,80}}{_FINE}")
 QUOTED = skipping(
     r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d|"
     # a message someone else wrote, pasted in after a colon or on a line of its own:
@@ -1326,7 +1368,8 @@ def detect(
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)
     parts = [s.lower() for s in originals]
-    done: Conclusion | None = None  # a task done, unless a later sentence verifies a fix
+    done: Conclusion | None = None  # a task done or an option thrown out, unless a later
+    # sentence verifies a fix or takes an option
     for index, sentence in enumerate(parts):
         wanted: set[int] = set()
         for hit in hits:
@@ -1386,10 +1429,19 @@ def detect(
             found = Conclusion(
                 statement(said, before, kind), turn, kind, confidence, reason, role, said
             )
-            if kind == "task" and done is None:
-                done = found  # a fix the turn goes on to verify is what it concludes:
-                break  # "signed it back in, it synced once. ok, THAT is the battery thing fixed"
-            return found if kind == "resolution" or done is None else done
+            if kind in ("task", "rejection") and done is None:
+                # a fix the turn goes on to verify is what it concludes: "signed it back
+                # in, it synced once. ok, THAT is the battery thing fixed"; so is the option
+                # taken after one thrown out: "scrap the lease. we're going for unit 2"
+                done = found
+                break
+            if (
+                done is None
+                or kind == "resolution"
+                or (done.kind == "rejection" and kind == "decision")
+            ):
+                return found
+            return done
     if done is not None:
         return done
     if offered or laid_out:  # one of the options the answer laid out, named: "So CBOR."

@@ -122,6 +122,8 @@ CUES: tuple[Cue, ...] = (
         "flag",
         "rule rules",
         r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
+        # "one more rule while I think of it: ...", "and another rule: ..."
+        r"(?:one|another|a|and) (?:more|last|extra|other) rule\b|another rule\b|"
         r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
         r"(?:on|about|re|more|some|two|few|my|our) rules\s*:\s*\w|"
         # whose rule it is, then the rule: "her rule, and honestly mine too: ..."
@@ -150,6 +152,13 @@ CUES: tuple[Cue, ...] = (
         r"(?:more|over|above|later)\b",
     ),
     _cue("flag", "mandatory", r"\bmandatory\b"),
+    # said with no end to it: "no red and green, ever.", "nothing gets pushed to main, ever"
+    _cue(
+        "flag",
+        "ever",
+        r"\b(?:no|not|nothing|nobody|no-one|none|never" + _NOT_NEVER + r"|"
+        r"(?:do|does|can|won|is|are|must|should|shall)n'?t)\b[^.!?]*,\s*ever\s*[.!]*$",
+    ),
     _cue("flag", "times", r"\bat all times\b"),
     _cue("flag", "circumstances", r"\bunder no circumstances\b"),
     _cue(

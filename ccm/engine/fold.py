@@ -50,7 +50,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 63
+STATE_VERSION = 65
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -81,6 +81,8 @@ SHIFT = re.compile(
 # a topic named alone: "the race.", "Lena's list:"
 _TOPIC = r"(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$)"
 ASIDE_WORDS = 5  # a short sentence before the words that take a topic up again
+LABEL_TERMS = 7  # terms a turn opened by a label ("logs. ...") needs to open a topic
+NAMED_TERMS = 5  # ... and one opened by a label named after "ok" ("ok. dbt. ...")
 _NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
 # a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
 RESUMED = re.compile(
@@ -119,7 +121,11 @@ OPENER = re.compile(
     r"(?:i )?(?:also )?(?:need|want) (?:you )?to (?:ask|look at|talk about)\b|"
     r"(?:about|as for|regarding)\s+(?:the\s+|our\s+|my\s+)?[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2}\s*:|"
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
-    r"before (?:you|we) (?:go on|dive in|carry on)\b|hold that thought\b|side (?:question|note|quest)\b|"
+    r"before (?:you|we) (?:go on|dive in|carry on)\b|hold that(?: thought\b|\s*[,.:!])|"
+    r"side (?:question|note|quest)\b|"
+    # one more of something, named: "one more on the alerts: ..."
+    r"(?:one more|another one|another) (?:on|about) (?:the |our |my )?[a-z][\w'-]*"
+    r"(?: [a-z][\w'-]*){0,2}\s*:|"
     # what comes first, named: "Before the journals: ..."
     r"before (?:the|those|these|that|our|my) [a-z][\w'-]*(?: [a-z][\w'-]*){0,2}\s*:|"
     # what to do meanwhile, after a lead: "While she reads it: let's finish the branch"
@@ -647,16 +653,23 @@ SO_MUCH_FOR = re.compile(
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
+# a failure supposed, not reported: "stop if anything hangs", "in case it's stuck again"
+SUPPOSED = re.compile(r"\b(?:if|in case|unless|whenever|should)\b[^,;:]*$")
+
+
 def _failure_said(lower: str) -> bool:
     """Whether a user's turn reports something failing: a sentence says so, not a question
     asks about it ("and the stuck orders? anything new?" asks; "orders are stuck again"
-    reports)."""
+    reports) nor a condition supposes it ("go through the rest, stop if anything hangs")."""
     if not BLOCKER.search(lower):
         return False
-    return any(
-        BLOCKER.search(sentence) and not sentence.rstrip().endswith("?")
-        for sentence in sentences(lower)
-    )
+    for sentence in sentences(lower):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for match in BLOCKER.finditer(sentence):
+            if not SUPPOSED.search(sentence, 0, match.start()):
+                return True
+    return False
 
 
 def _taken_back(state: State, turn: int, lower: str) -> None:
@@ -916,14 +929,17 @@ def _topic_score(
         score, cue = 2.0, "shift"
     else:
         label = LABEL.match(head)
-        if label and label.group(2) not in NOT_LABEL and len(mine) >= 7:
+        if label and label.group(2) not in NOT_LABEL:
             # "logs. ...", and more so after the words that turn to it: "ok money. ..."
             named = (  # "ok money. ...", not "ok problems: ..." nor "ok fair. ..."
                 label.group("lead")
                 and label.group("mark") == "."
                 and label.group(2) not in ACKNOWLEDGED
             )
-            score, cue = (2.0 if named else 1.0), "shift"
+            # a label named after "ok" opens a topic in fewer words: "ok. dbt. our runs
+            # went 188 -> 513 TiB, what happened"
+            if len(mine) >= (NAMED_TERMS if named else LABEL_TERMS):
+                score, cue = (2.0 if named else 1.0), "shift"
     paused = gap is not None and gap >= params.time_gap_seconds / 4
     if gap is not None and gap >= params.time_gap_seconds:
         score, cue = score + 1.5, "time_gap" if cue == "cohesion" else cue
