@@ -739,6 +739,7 @@ SETTLED = [
     ("forty runs and none wobbled. that's fixed \U0001f44d merge it", "resolution"),
     ("ok, the upload timeout is actually fixed: chunking plus the retry", "resolution"),
     ("good. the logo swap and the favicons, done", "task"),
+    ("zero gaps overnight. ok, I'm calling the importer thing fixed", "resolution"),
 ]
 NOT_SETTLED = [
     # a matter still to take care of, a stop, a question, a habit, an ironic fix
@@ -754,6 +755,8 @@ NOT_SETTLED = [
     "on my machine the page is instant now, so the slow page is fixed",
     "fine. two swims a week, and burpees are dead to me.",
     "the renewal is done online through the council portal, it takes ten minutes",
+    # what a release will show, said ahead of it
+    "once it's deployed, the log should show no more timeouts",
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",
@@ -879,3 +882,16 @@ def test_an_option_put_off_is_not_chosen() -> None:
     assert detect(6, "user", "cache can wait", before) is None
     chosen = detect(6, "user", "spread.", before)
     assert chosen is not None and chosen.kind == "decision"
+
+
+def test_a_stop_after_a_recap_chooses_none_of_its_headings() -> None:
+    """Written for this test: the answer recaps what is **Done:** and what is **Open:**;
+    "done for now" stops the session, it does not choose the "Done" heading as an option."""
+    recap = (
+        "Parked. Where things stand:\n"
+        "- **Done:** the cache is on its own instance; the retries are capped at 3.\n"
+        "- **Open:** alerting, waiting for Dana."
+    )
+    before = [("user", "park the alerting until Dana answers"), ("assistant", recap)]
+    assert detect(40, "user", "cheers. done for now", before) is None
+    assert detect(40, "user", "thanks, that's me done for tonight", before) is None

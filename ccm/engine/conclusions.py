@@ -158,7 +158,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "resolution",
         ("call",),
         _rx(
-            r"\bcall(?:ing)? (?:it|that|this|that one|this one) "
+            r"\bcall(?:ing)? (?:it|that|this|that one|this one|the [\w-]+(?: [\w-]+)?) "
             r"(?:fixed|sorted|solved|resolved|recovered)\b"
             r"(?![^.;!?]{0,30}\b(?:once|when|if|after|as soon as|until)\b)"  # not yet
         ),
@@ -904,6 +904,9 @@ NOT_DONE = _rx(
     r"\b(?:not|almost|nearly|half|mostly|partly|largely|isn'?t|aren'?t|once|when|if|until|till)"
     r"\s+(?:[\w']+\s+)?"
     r"(?:done|finished|fixed|merged)\b",
+    # what follows a release, said ahead of it: "Once it's deployed, the log should show ..."
+    r"\b(?:once|when|if|until|till)\s+(?:it|this|that|the \w+)(?:'s| is| gets| has been) "
+    r"(?:deployed|shipped|released|live)\b",
     r"\b(?:done|fixed|merged)\s*,?\s+(?:except|apart from|but|save for)\b",
     # a status of several things, some of them still open: "merged or open as described"
     r"\b(?:done|finished|fixed|merged|deployed) or (?:open|not|pending|in progress|in review)\b",
@@ -1444,7 +1447,9 @@ def detect(
             return done
     if done is not None:
         return done
-    if offered or laid_out:  # one of the options the answer laid out, named: "So CBOR."
+    # one of the options the answer laid out, named: "So CBOR." (not a stop: "done for now"
+    # after a recap of what is **Done:** and what is **Open:**)
+    if (offered or laid_out) and not PAUSE.search(lower):
         for index, sentence in enumerate(originals[:4]):
             option = option_chosen(_unmasked(sentence, spans), before[-1][1]) if offered else None
             if option is None and laid_out:  # by its label, a question or two later
