@@ -351,6 +351,11 @@ def _segments_of(lines: list[tuple[str, str]], per_day: int = 0) -> list[dict[st
     return list(result.manifest["segments"])
 
 
+def _segment_at(segments: list[dict[str, Any]], turn: int) -> dict[str, Any]:
+    """The segment of `segments` that holds `turn`."""
+    return next(s for s in segments if s["raw_lines"][0] <= turn <= s["raw_lines"][1])
+
+
 HELD_OUT = Path(__file__).parent / "fixtures" / "scenarios_heldout"
 WEDDING = [
     ("user", "we need a caterer for 60 guests, vegetarian options, under 40 a head"),
@@ -664,7 +669,7 @@ def test_a_claim_quoted_back_as_not_holding_reopens_its_segment() -> None:
     assert by_first[1]["conclusion"]["turn"] == 3
     assert by_first[1]["status"] == "open"
     assert by_first[1]["conclusion"]["retracted_by"] == 9
-    route = next(s for s in segments if s["raw_lines"][0] <= 7 <= s["raw_lines"][1])
+    route = _segment_at(segments, 7)
     assert route["status"] == "concluded"
 
 
@@ -681,10 +686,10 @@ def test_a_question_about_another_failure_leaves_a_fix_just_made() -> None:
         ("assistant", "Checking prod for orders pending more than 10 minutes."),
     ]
     segments = _segments_of(lines)
-    fix = next(s for s in segments if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    fix = _segment_at(segments, 3)
     assert (fix["conclusion"]["turn"], fix["status"]) == (3, "concluded")
     stuck = [*lines[:4], ("user", "ugh, orders are stuck again since the deploy")]
-    fix = next(s for s in _segments_of(stuck) if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    fix = _segment_at(_segments_of(stuck), 3)
     assert fix["status"] == "open"
 
 
@@ -742,7 +747,7 @@ def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> No
     segments = _segments_of(lines)
     starts = [s["raw_lines"][0] for s in segments]
     assert 7 in starts
-    decided = next(s for s in segments if s["raw_lines"][0] <= 5 <= s["raw_lines"][1])
+    decided = _segment_at(segments, 5)
     assert (decided["conclusion"]["turn"], decided["status"]) == (5, "concluded")
 
 
@@ -774,7 +779,7 @@ def test_a_failure_in_a_topic_taken_up_again_takes_back_its_fix() -> None:
     segments = _segments_of(lines)
     export = next(s for s in segments if s["raw_lines"][0] == 1)
     assert export["status"] == "open" and export["conclusion"]["retracted_by"] == 13
-    avatar = next(s for s in segments if s["raw_lines"][0] <= 11 <= s["raw_lines"][1])
+    avatar = _segment_at(segments, 11)
     assert avatar["status"] == "concluded" and avatar["conclusion"]["turn"] == 11
 
 
@@ -826,7 +831,7 @@ def test_a_failure_supposed_leaves_the_fix_just_made() -> None:
         ("assistant", "Draining replica 2."),
     ]
     segments = _segments_of(lines)
-    fix = next(s for s in segments if s["raw_lines"][0] <= 3 <= s["raw_lines"][1])
+    fix = _segment_at(segments, 3)
     assert (fix["conclusion"]["turn"], fix["status"]) == (3, "concluded")
 
 
