@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,23 +230,26 @@ def recall(
     chosen = [session] if session else store.sessions()
     if session:
         store.require_session(session)
+    kept: list[Any] = []
+    used = 0
     with Index(store) as index:
         for name in chosen:
             if store.raw_path(name).exists():
                 index.update(name, derive.update(store, name).tiers.manifest)
-        if session:
-            hits = [hit for hit in index.recall(query, session) if hit.said_within(start, end)]
-        else:
-            hits = index.search(query, limit=limit * 3, since=start, until=end)
-    kept: list[Any] = []
-    used = 0
-    for hit in hits:
-        if len(kept) >= limit:
-            break
-        if used + hit.tokens > budget:
-            continue
-        kept.append(hit)
-        used += hit.tokens
+        # one session's hits are read as they are reached: the best `limit` that fit
+        # need not read the hundreds ranked below them
+        hits: Iterable[Any] = (
+            (hit for hit in index.recalled(query, session) if hit.said_within(start, end))
+            if session
+            else index.search(query, limit=limit * 3, since=start, until=end)
+        )
+        for hit in hits:
+            if len(kept) >= limit:
+                break
+            if used + hit.tokens > budget:
+                continue
+            kept.append(hit)
+            used += hit.tokens
     return kept, used
 
 

@@ -295,3 +295,29 @@ def test_importance_raises_an_effort_in_open_and_working(root: Path) -> None:
     assert after[effort]["relevance_score"] > before[effort]
     assert "importance +2" in after[effort]["reasons"]
     assert ccm(root, "importance", "ledger-sync", "seg_42").exit_code == 1
+
+
+def test_recall_in_one_session_keeps_the_best_hits_that_fit_in_rank_order(root: Path) -> None:
+    """`memory.recall` reads one session's hits as it reaches them: what it keeps is the
+    ranked list's first `limit` hits that fit the budget, in the ranked order."""
+    from ccm import memory
+    from ccm.index import Index
+    from ccm.store import Store
+
+    store = Store(root)
+    session = store.sessions()[0]
+    query = "backup schedule decision"
+    with Index(store) as index:
+        ranked = index.recall(query, session)
+    assert len(ranked) > 3
+    budget = sum(hit.tokens for hit in ranked[:3]) + ranked[3].tokens // 2
+    expected, used = [], 0
+    for hit in ranked:
+        if len(expected) >= 3:
+            break
+        if used + hit.tokens <= budget:
+            expected.append(hit)
+            used += hit.tokens
+    kept, spent = memory.recall(store, query, session, budget, 3)
+    assert [(h.kind, h.key) for h in kept] == [(h.kind, h.key) for h in expected]
+    assert spent == used <= budget
