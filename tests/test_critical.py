@@ -158,11 +158,14 @@ RULES = [
     "one more rule while we're at it: the photos go to Lena before they go online.",
     "no fireworks at the campsite, ever.",
     "the bot doesn't merge its own PRs, ever.",
+    # a standing choice changed, the new one after a colon
+    "changed my mind: the invoices go out on the first of the month, one batch.",
 ]
 NOT_RULES = [
     # "ever" after a past or a question: no rule
     "we never got a reply from them, ever",
     "did anyone ever call back, ever?",
+    "I changed my mind about the trip, not sure we'll go.",
     "I restarted the worker and keep getting 502s from the gateway.",
     "we cannot reproduce it on Mondays, only after the weekend deploy",
     "cap it at 9k steps so it stays under 6h",

@@ -883,3 +883,40 @@ def test_what_the_assistant_lists_to_do_after_a_decision_leaves_it_decided() -> 
     assert finished.open["efforts"] == []
     unsure = [*lines, ("user", "still need to check Fridays with her dad though")]
     assert _segments_of(unsure)[0]["status"] == "open"
+
+
+def test_a_choice_changed_after_a_colon_is_kept_as_a_rule() -> None:
+    """Written for this test: "changed my mind: ..." states the choice that stands now, a
+    critical item whether or not the one it replaces was kept as one."""
+    lines = [
+        ("user", "the two report pages are the same template with the names swapped"),
+        ("assistant", "Right: one template with a parameter would do for both."),
+        (
+            "user",
+            "I know I said two pages earlier. changed my mind: one template, a parameter per "
+            "report.",
+        ),
+        ("assistant", "Merging them into one template."),
+    ]
+    turns = [
+        {"turn": n, "role": role, "content": text, "ts": f"2026-05-04T09:{n:02d}:00Z"}
+        for n, (role, text) in enumerate(lines, start=1)
+    ]
+    state = fold(new_state("s"), turns, Params())
+    kept = [item["text"] for item in state["critical"] if not item.get("superseded_by")]
+    assert any("changed my mind: one template, a parameter per report" in text for text in kept)
+
+
+def test_a_fix_the_other_side_asks_to_wait_on_stays_open() -> None:
+    """Written for this test: "that's the sync sorted then 🎉" is met with "I'd hold off
+    until tomorrow's run": the fix is not taken as concluded until it is seen to work."""
+    lines = [
+        ("user", "the nightly sync drops a few hundred rows since the upgrade, can you look"),
+        ("assistant", "The queue evicts under memory pressure; moved it to its own instance."),
+        ("user", "no evictions for an hour. that's the sync sorted then \U0001f389"),
+        ("assistant", "I'd hold off until tomorrow's run: eviction was one way to lose rows."),
+        ("user", "fine. tomorrow"),
+        ("assistant", "I'll compare tomorrow's counts with the source first thing."),
+    ]
+    segments = _segments_of(lines)
+    assert _segment_at(segments, 3)["status"] == "open"

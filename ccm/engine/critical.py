@@ -841,6 +841,14 @@ CUES = (
         STYLE.pattern,
     ),
     _cue("contrast", "not", CONTRAST.pattern, requires=(", not ",)),
+    # a standing choice changed, the new one after a colon: "changed my mind: make it a
+    # module, one instance per site", "changing my mind on the preset: ..." (a preference
+    # that stands whether or not the one it replaces was kept)
+    _cue(
+        "prefer",
+        "mind",
+        r"\b(?:changed|changing|change) my mind(?: (?:on|about) [^:.!?]{1,40})?\s*:\s*\w",
+    ),
     _cue("polite", "pls plz please", POLITE.pattern),
     _cue(
         "change",

@@ -50,7 +50,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 66
+STATE_VERSION = 68
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -207,7 +207,8 @@ PENDING = skipping(
     # the other side doubting that it is over: "I wouldn't call it dead on one run"
     r"i wouldn'?t (?:call it|say it'?s|say that'?s)|too (?:early|soon) to (?:call|say|tell)|"
     r"before (?:calling|declaring|we call|you call) (?:it|them|that|th\w+ \w+) (?:done|fixed)|"
-    r"not so fast)"
+    # ... or asking to wait for the proof: "I'd hold off until tomorrow's numbers"
+    r"i'?d (?:hold off|wait (?:for|until|till|on))|not so fast)"
 )
 BLOCKER = skipping(
     r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*|dies|crash\w*)|"
