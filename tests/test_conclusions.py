@@ -757,6 +757,9 @@ NOT_SETTLED = [
     "the renewal is done online through the council portal, it takes ten minutes",
     # what a release will show, said ahead of it
     "once it's deployed, the log should show no more timeouts",
+    # a time, not a choice; a check still to make
+    "nobody's chasing, the invoices can sit till then",
+    "tomorrow: check the night runs were cheap and that the old cron is really dead",
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",

@@ -795,7 +795,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             # a request for the next step ("show me the cache code then") decides nothing
             rf"show|tell|give|send|check|look|explain|walk|read|open|find|grep|something|"
             rf"anything|nothing)\b)"
-            rf"{_SAID}(?: {_SAID}){{0,6}} then(?=\s*(?:[,.;!]|$))"
+            # (not a time: "152 can sit till then", "it won't have 540 by then")
+            rf"{_SAID}(?: {_SAID}){{0,6}}(?<!\btill)(?<!\buntil)(?<!\bby)(?<!\bsince)"
+            rf"(?<!\bbefore)(?<!\bafter)(?<!\bfrom) then(?=\s*(?:[,.;!]|$))"
         ),
     ),
     # insight: a finding stated
@@ -894,6 +896,11 @@ PAUSE = _rx(
     # (not "calling it fixed": a fix called so)
     r"\b(?:call it a day|stop here|let'?s stop|calling it(?! (?:fixed|sorted|solved|resolved|"
     r"recovered)\b))\b",
+)
+# a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
+TO_CHECK = re.compile(
+    r"(?:(?:tomorrow|later|next|monday|first thing|to ?do)\s*:\s*)?(?:pls |please )?"
+    r"(?:check|verify|make sure|double[- ]check|see if|find out)\b"
 )
 # a check still under way: "CI is running again", "the run has started", "checks pending"
 RUNNING = re.compile(
@@ -1381,7 +1388,7 @@ def detect(
         cues = [
             CUES[i][::2] for i in sorted(wanted) if role == "user" or CUES[i][0] in ASSISTANT_KINDS
         ]
-        if not cues or HEDGE.search(sentence) or is_record(sentence):
+        if not cues or HEDGE.search(sentence) or is_record(sentence) or TO_CHECK.match(sentence):
             continue  # (a pasted record: "MOT test 14 October 2025 — PASS — ...")
         if index and PREDICTION.search(parts[index - 1]):
             continue  # "they'll obviously go to 70. salary sorted.": not yet
