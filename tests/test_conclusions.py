@@ -760,6 +760,8 @@ NOT_SETTLED = [
     # a time, not a choice; a check still to make
     "nobody's chasing, the invoices can sit till then",
     "tomorrow: check the night runs were cheap and that the old cron is really dead",
+    # thanks said as a goodnight
+    "perfect, thank you so much. night x",
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",

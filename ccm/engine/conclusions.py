@@ -897,6 +897,8 @@ PAUSE = _rx(
     r"\b(?:call it a day|stop here|let'?s stop|calling it(?! (?:fixed|sorted|solved|resolved|"
     r"recovered)\b))\b",
 )
+# thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
+GOODNIGHT = re.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
 TO_CHECK = re.compile(
     r"(?:(?:tomorrow|later|next|monday|first thing|to ?do)\s*:\s*)?(?:pls |please )?"
@@ -1479,6 +1481,7 @@ def detect(
             and not text.rstrip().endswith("?")
             and not _has_failure(lower)
             and not PAUSE.search(lower)
+            and not GOODNIGHT.search(lower)
         ):
             confidence = CONFIDENCE["confirmation"]
             accepted = before[-1][1]
