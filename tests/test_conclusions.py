@@ -762,6 +762,9 @@ NOT_SETTLED = [
     "tomorrow: check the night runs were cheap and that the old cron is really dead",
     # thanks said as a goodnight
     "perfect, thank you so much. night x",
+    # everything called done at once
+    "so hall booked, band booked, flowers sorted, cake done. ALL SORTED!! can't believe it",
+    "wow. food sorted, drinks sorted, music sorted. everything's confirmed!!",
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",

@@ -897,6 +897,14 @@ PAUSE = _rx(
     r"\b(?:call it a day|stop here|let'?s stop|calling it(?! (?:fixed|sorted|solved|resolved|"
     r"recovered)\b))\b",
 )
+# everything called done at once: a roll-call of three things or more ("venue booked, caterer
+# booked, cake sorted"), or all of it with a cheer ("ALL SORTED!!", "everything's
+# confirmed!!"), celebrates; it closes no one line of work
+ROLL_CALL = re.compile(
+    r"(?:\b[\w']+(?: [\w']+)? (?:sorted|booked|done|confirmed|paid|sent|fixed)[,.!;]+\s*"
+    r"(?:and\s+)?){3,}|"
+    r"\b(?:all|everything(?:'s| is)?) (?:sorted|done|confirmed|booked)\s*!{2,}"
+)
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
 GOODNIGHT = re.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
@@ -1362,7 +1370,7 @@ def detect(
     confirming = role == "user" and last_role == "assistant"
     if "on my " in lower and OWN_MACHINE.search(lower):
         return None
-    if role == "user" and IRONIC_TURN.search(lower):
+    if role == "user" and (IRONIC_TURN.search(lower) or ROLL_CALL.search(lower)):
         return None
     hits = set(_SCAN[role].findall(lower))
     offered = confirming and "**" in before[-1][1]  # options laid out, one may be named

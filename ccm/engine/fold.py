@@ -50,7 +50,7 @@ from ccm.engine.text import (
     words,
 )
 
-STATE_VERSION = 70
+STATE_VERSION = 71
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
