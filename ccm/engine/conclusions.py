@@ -59,6 +59,7 @@ LONG_ANSWER = 800
 STATEMENT_CHARS = 320
 RICH = 6  # specifics (`specifics`) a statement needs to say what it settles on its own
 DECIDED = ("decision", "confirmation")  # the kinds that decide: one may reverse another
+DONE = ("resolution", "task")  # the kinds that report work done: a failure may take one back
 
 
 @dataclass(frozen=True)
@@ -1427,14 +1428,10 @@ def detect(
                 # step of a fix (the fix concludes when it is seen to work)
             if kind == "resolution" and confirming and _still_running(before[-1][1]):
                 continue  # "CI is running again." / "Nice. That's CI fixed then."
-            if (
-                kind in ("resolution", "task")
-                and _has_failure(following)
-                and not following.rstrip().endswith("?")
-            ):
+            if kind in DONE and _has_failure(following) and not following.rstrip().endswith("?"):
                 continue  # "the run finished. still red, different error" (a question
                 # after it, "what was the commit for that error again?", reports none)
-            if kind in ("resolution", "task") and _partial(sentence):
+            if kind in DONE and _partial(sentence):
                 continue  # "13 of 14 tests green": not yet
             if kind in ("task", "resolution", "decision") and (
                 PAUSE.search(sentence) or NOT_DONE.search(sentence)

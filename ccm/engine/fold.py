@@ -605,8 +605,7 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
     if index is None:
         return
     earlier = state["segments"][index]["conclusion"]
-    choices = ("decision", "confirmation")
-    reverses = found["kind"] in choices and earlier["kind"] in choices
+    reverses = found["kind"] in conclusions.DECIDED and earlier["kind"] in conclusions.DECIDED
     common = _common(state)
     # "instead" reverses an earlier decision only one it says something about: two
     # decisions of one trip share the trip's words, not a subject
@@ -703,7 +702,7 @@ def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = Fals
     for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_SEGMENTS), -1):
         segment = segments[index]
         found = segment["conclusion"]
-        if segment["status"] != "concluded" or found["kind"] not in ("resolution", "task"):
+        if segment["status"] != "concluded" or found["kind"] not in conclusions.DONE:
             continue
         near = not opened and turn - found["turn"] <= RETRACT_TURNS
         if near or len(mine & set(terms(_said(found)))) >= 2:
@@ -718,10 +717,7 @@ def _retract_resumed(state: State, turn: int) -> None:
     if state["current"] is None or state["current"]["cue"] != "resume":
         return
     index = _effort_standing(state)
-    if index is not None and state["segments"][index]["conclusion"]["kind"] in (
-        "resolution",
-        "task",
-    ):
+    if index is not None and state["segments"][index]["conclusion"]["kind"] in conclusions.DONE:
         _reopen(state, index, turn)
 
 

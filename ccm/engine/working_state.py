@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from ccm.engine import conclusions
 from ccm.engine.text import sentences, terms
 
 # "next" says what comes next when it labels it ("Next:", "**Next (Monday)**:", "next
@@ -161,11 +162,11 @@ def derive(
     completed = []
     for segment in in_effort:
         found = segment["conclusion"]
-        if found and found["kind"] in ("task", "resolution") and not found.get("superseded_by"):
+        if found and found["kind"] in conclusions.DONE and not found.get("superseded_by"):
             completed.append(found["text"])
     for entry in open_turns:
         found = entry[5]
-        if found and found["kind"] in ("task", "resolution") and found["text"] not in completed:
+        if found and found["kind"] in conclusions.DONE and found["text"] not in completed:
             completed.append(found["text"])
 
     next_step = None
@@ -191,7 +192,7 @@ def derive(
 
     blockers = []
     last_resolution = max(
-        (e[0] for e in open_turns if e[5] and e[5]["kind"] in ("resolution", "task")), default=0
+        (e[0] for e in open_turns if e[5] and e[5]["kind"] in conclusions.DONE), default=0
     )
     for entry in open_turns:
         if entry[6] and entry[0] > last_resolution:
