@@ -906,6 +906,18 @@ ROLL_CALL = re.compile(
     r"(?:and\s+)?){3,}|"
     r"\b(?:all|everything(?:'s| is)?) (?:sorted|done|confirmed|booked)\s*!{2,}"
 )
+# what a roll-call cannot do without: an item called done (three of them), or a double bang
+_ROLL_ITEM = re.compile(r" (?:sorted|booked|done|confirmed|paid|sent|fixed)[,.!;]")
+
+
+def roll_call(lower: str) -> bool:
+    """Whether `ROLL_CALL` finds a roll-call in `lower`, tried only where one can be: at
+    every word it costs a lookahead over what follows (a tenth of a long turn's fold)."""
+    if "!!" not in lower and len(_ROLL_ITEM.findall(lower)) < 3:
+        return False
+    return ROLL_CALL.search(lower) is not None
+
+
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
 GOODNIGHT = re.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
@@ -954,6 +966,18 @@ IRONIC_TURN = _rx(
     r"thinking),? (?:really|there|as always)\b",
     r"\bcan'?t (?:think|imagine|see) why (?:nobody|no one) (?:else )?(?:thought of|came up with)\b",
 )
+# what each way of `IRONIC_TURN` cannot do without (a turn holding none is read no further)
+_IRONIC_WORDS = ("wrong", "plan", "idea", "move", "thinking", "why")
+
+
+def ironic_turn(lower: str) -> bool:
+    """Whether `IRONIC_TURN` finds mock delight in `lower`, tried only where it can: its
+    praise words are common, and the pattern is tried at each of them."""
+    if not lower.startswith(("oh ", "ah ")) and not any(w in lower for w in _IRONIC_WORDS):
+        return False
+    return IRONIC_TURN.search(lower) is not None
+
+
 # an ironic mark: the emoji people roll their eyes with, or "/s"
 IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
 # cues that decide only in a turn's first `OPENING_SENTENCES` ("X stays.")
@@ -1371,7 +1395,7 @@ def detect(
     confirming = role == "user" and last_role == "assistant"
     if "on my " in lower and OWN_MACHINE.search(lower):
         return None
-    if role == "user" and (IRONIC_TURN.search(lower) or ROLL_CALL.search(lower)):
+    if role == "user" and (ironic_turn(lower) or roll_call(lower)):
         return None
     hits = set(_SCAN[role].findall(lower))
     offered = confirming and "**" in before[-1][1]  # options laid out, one may be named

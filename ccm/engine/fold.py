@@ -26,10 +26,16 @@ Segment boundaries (a new segment starts at a user turn):
 
 from __future__ import annotations
 
+import logging
 import math
+import multiprocessing
+import os
 import re
+import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -49,6 +55,8 @@ from ccm.engine.text import (
     top_terms,
     words,
 )
+
+log = logging.getLogger(__name__)
 
 STATE_VERSION = 71
 RECENT_TURNS = 30
@@ -1032,41 +1040,92 @@ def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[st
     return bool(before) and cosine(before, after) < PAIR_COHESION and maybe[0] + 1.0 >= TOPIC_SCORE
 
 
-def step(state: State, turn: dict[str, Any], params: Params) -> None:
-    """Fold one raw turn into `state`."""
+@dataclass(frozen=True)
+class Reading:
+    """What `step` reads in one turn, on its own and with the turns just before it: the
+    part of a turn's work that no state changes (about three quarters of it), which can
+    therefore be done ahead of the fold, in another process (`read_ahead`)."""
+
+    count: int  # the turn's tokens
+    terms: list[str]
+    found: conclusions.Conclusion | None  # not yet compared with what segments concluded
+    rules: list[tuple[str, str]]  # the critical items it lays down, as said to the model
+    own: list[tuple[str, str]]  # ... in its own words (not what it quotes)
+    failure: bool
+    pending: bool
+    files: list[str]
+
+
+def _injected(turn: dict[str, Any]) -> bool:
+    meta = turn.get("meta") or {}
+    return bool(meta.get("injected") or meta.get("compact_summary"))
+
+
+def _rules(
+    turn: dict[str, Any], brief: bool
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The critical items a turn lays down, and those it lays down in its own words."""
+    role, text = str(turn["role"]), str(turn["content"])
+    # a turn whose source names the person who said it (LoCoMo, a group chat) is one
+    # person talking to another: "make sure you rest" is care, not a rule for a model,
+    # so patterns mark no critical item there (explicit marks still do)
+    if named_speaker(turn) is not None or (role == "system" and _injected(turn)):
+        return [], []
+    rules = critical.detect(role, text, brief)
+    # a rule someone else wrote, quoted ("pasting: > ..."), may bring a topic of its own
+    own = critical.detect(role, text, brief, quotes=False) if rules and "> " in text else rules
+    return rules, own
+
+
+def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
+    """`Reading` of `turn`; `before`: (role, first `RECENT_CHARS` of the text) of the
+    `CONTEXT_TURNS` turns before it, oldest first."""
+    role = str(turn["role"])
+    text = str(turn["content"])
+    found = None
+    if not _injected(turn):
+        found = conclusions.detect(int(turn["turn"]), role, text, before)
+    rules, own = _rules(turn, brief=False)
+    lower = text.lower()
+    return Reading(
+        tokenizer.count_tokens(text),
+        _turn_terms(role, text),
+        found,
+        rules,
+        own,
+        role == "user" and _failure_said(lower),
+        role in ("user", "assistant") and bool(PENDING.search(lower)),
+        paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else [],
+    )
+
+
+def step(
+    state: State, turn: dict[str, Any], params: Params, reading: Reading | None = None
+) -> None:
+    """Fold one raw turn into `state` (`reading`: the turn's `read`, when done ahead)."""
     number = int(turn["turn"])
     role = str(turn["role"])
     text = str(turn["content"])
     ts_text = turn.get("ts")
     meta = turn.get("meta") or {}
-    injected = bool(meta.get("injected") or meta.get("compact_summary"))
-    # a turn whose source names the person who said it (LoCoMo, a group chat) is one
-    # person talking to another: "make sure you rest" is care, not a rule for a model,
-    # so patterns mark no critical item there (explicit marks still do)
-    addressed = named_speaker(turn) is None
-    count = tokenizer.count_tokens(text)
+    injected = _injected(turn)
+    if reading is None:
+        reading = read(turn, [(entry[1], entry[2]) for entry in state["recent"][-CONTEXT_TURNS:]])
+    count = reading.count
     ts = _seconds(ts_text)
-    turn_terms = _turn_terms(role, text)
+    turn_terms = reading.terms
 
-    found = None
-    if not injected:
-        before = [(entry[1], entry[2]) for entry in state["recent"][-CONTEXT_TURNS:]]
-        found = conclusions.detect(number, role, text, before)
-        if found is not None and any(
-            segment["status"] == "concluded" and conclusions.echoes(found, segment["conclusion"])
-            for segment in state["segments"][-ECHO_SEGMENTS:]
-        ):
-            found = None  # a later mention of what a segment already concluded
+    found = reading.found
+    if found is not None and any(
+        segment["status"] == "concluded" and conclusions.echoes(found, segment["conclusion"])
+        for segment in state["segments"][-ECHO_SEGMENTS:]
+    ):
+        found = None  # a later mention of what a segment already concluded
 
+    rules, own = reading.rules, reading.own
     # a subagent's prompt is its brief: every instruction in it binds the work
-    brief = role == "user" and state["opening"] is None and bool(meta.get("parent_session"))
-    rules = (
-        critical.detect(role, text, brief)
-        if addressed and not (role == "system" and injected)
-        else []
-    )
-    # a rule someone else wrote, quoted ("pasting: > ..."), may bring a topic of its own
-    own = critical.detect(role, text, brief, quotes=False) if rules and "> " in text else rules
+    if role == "user" and state["opening"] is None and meta.get("parent_session"):
+        rules, own = _rules(turn, brief=True)
     cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(own))
     if cue is not None:
         _close(state, params)
@@ -1076,9 +1135,8 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         _close(state, params)
         state["current"] = _new_segment(state, "cohesion")
         state["current"]["open"].append(moved)
-    lower = text.lower()
-    failure = role == "user" and _failure_said(lower)
-    pending = role in ("user", "assistant") and bool(PENDING.search(lower))
+    lower = text.lower() if role == "user" else ""
+    failure, pending = reading.failure, reading.pending
     entry = [
         number,
         role,
@@ -1126,7 +1184,7 @@ def step(state: State, turn: dict[str, Any], params: Params) -> None:
         first = next((s for s in sentences(text) if BLOCKER.search(s.lower())), text[:200])
         state["failures"].append([number, " ".join(first.split())[:300]])
         del state["failures"][:-FAILURES_KEPT]
-    files = paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else []
+    files = reading.files
     recent = state["recent"]
     recent.append([number, role, text[:RECENT_CHARS], ts_text, files, failure])
     del recent[:-RECENT_TURNS]
@@ -1165,7 +1223,111 @@ def _bump(state: State, index: int) -> None:
         del bumped[: len(bumped) - BUMPS_KEPT]
 
 
-def fold(state: State, turns: list[dict[str, Any]], params: Params) -> State:
-    for turn in turns:
-        step(state, turn, params)
+AHEAD_TURNS = 2000  # a fold of fewer turns reads them itself: a helper would cost more
+MAX_HELPERS = 3  # past these, the fold's own share (the state's work) is all the time
+STATE_SHARE = 0.2  # the fold's work on the state, for that of reading the same turns
+
+
+def fold(
+    state: State, turns: list[dict[str, Any]], params: Params, helpers: int | None = None
+) -> State:
+    """Fold `turns` into `state`, in order. `helpers`: processes that `read` turns ahead
+    while this one folds (None: one per core but this one's, up to `MAX_HELPERS`, when
+    there are `AHEAD_TURNS` turns or more and this process is not itself a worker). The
+    state is the same whoever read the turns."""
+    if helpers is None:
+        helpers = _helpers(len(turns))
+    with _Ahead(state, turns, helpers) as ahead:
+        for at, turn in enumerate(turns):
+            step(state, turn, params, ahead.reading(at))
     return state
+
+
+def _helpers(turns: int) -> int:
+    if turns < AHEAD_TURNS or multiprocessing.parent_process() is not None:
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(0, min((cores or 1) - 1, MAX_HELPERS))
+
+
+def read_all(
+    turns: list[dict[str, Any]], before: list[tuple[str, str]], method: str | None = None
+) -> list[Reading]:
+    """`read` each of `turns` in order, `before` (as `read` takes it) what came before
+    the first; `method`: the token method to count with (a helper process's own is
+    its config's default)."""
+    if method is not None:
+        tokenizer.set_method(method)
+    before = list(before)
+    readings = []
+    for turn in turns:
+        readings.append(read(turn, before[-CONTEXT_TURNS:]))
+        before.append((str(turn["role"]), str(turn["content"])[:RECENT_CHARS]))
+        del before[:-CONTEXT_TURNS]
+    return readings
+
+
+class _Ahead:
+    """The `Reading` of each turn of a fold that helper processes read ahead: the fold
+    reads the first share itself (a helper needs the time to start), each helper an
+    equal share of the rest, which the fold takes in order as it gets there. A helper
+    that fails (killed, out of memory) costs only time: its turns are read here."""
+
+    def __init__(self, state: State, turns: list[dict[str, Any]], helpers: int) -> None:
+        self.first = len(turns)  # where the turns read ahead start
+        self.size = 1
+        self.futures: list[Future[list[Reading]]] = []
+        self.pool: ProcessPoolExecutor | None = None
+        self.chunk = -1  # the share being taken
+        self.readings: list[Reading] | None = None  # ... and its readings
+        if helpers <= 0 or not turns:
+            return
+        # the fold's own work is about a fifth of a turn's reading: with that share read
+        # here too, this process and each helper take about as long
+        self.first = max(0, int(len(turns) * (1 - STATE_SHARE * helpers) / (helpers + 1)))
+        self.size = -(-(len(turns) - self.first) // helpers)
+        before = [(str(e[1]), str(e[2])) for e in state["recent"][-CONTEXT_TURNS:]]
+        before += [(str(t["role"]), str(t["content"])[:RECENT_CHARS]) for t in turns[: self.first]]
+        # forked when nothing else runs here (a forked thread's locks stay as they were)
+        fork = sys.platform == "linux" and threading.active_count() == 1
+        context = multiprocessing.get_context("fork" if fork else "spawn")
+        method = tokenizer.method_in_use()
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=helpers, mp_context=context)
+            for start in range(self.first, len(turns), self.size):
+                share = turns[start : start + self.size]
+                self.futures.append(
+                    self.pool.submit(read_all, share, before[-CONTEXT_TURNS:], method)
+                )
+                before = [(str(t["role"]), str(t["content"])[:RECENT_CHARS]) for t in share]
+        except (OSError, RuntimeError) as exc:  # no processes to be had: read them here
+            log.debug("reading turns ahead failed to start: %s", exc)
+            self.close()
+
+    def reading(self, at: int) -> Reading | None:
+        """The reading of the turn at `at`, or None when the fold reads it itself."""
+        if at < self.first or not self.futures:
+            return None
+        chunk, offset = divmod(at - self.first, self.size)
+        if chunk != self.chunk:
+            self.chunk = chunk
+            try:
+                self.readings = self.futures[chunk].result()
+            except Exception as exc:  # whatever went wrong there: read here instead
+                log.warning("a helper reading turns ahead failed (%s); reading them here", exc)
+                self.readings = None
+        return self.readings[offset] if self.readings is not None else None
+
+    def close(self) -> None:
+        if self.pool is not None:
+            for future in self.futures:
+                future.cancel()
+            self.pool.shutdown(wait=True)
+            self.pool = None
+        self.futures = []
+
+    def __enter__(self) -> _Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,126 @@
+"""Reading turns ahead in helper processes (`fold.fold` with helpers) folds to exactly the
+state of reading them in the fold, whichever way the helpers start and if one dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from ccm import derive
+from ccm.config import from_mapping
+from ccm.engine import fold as fold_module
+from ccm.engine.fold import Params, fold, new_state, read_all
+from ccm.ingest.pipeline import ingest
+from ccm.store import Store
+
+HELD_OUT = Path(__file__).parent / "fixtures" / "scenarios_heldout"
+# agent and assistant sessions with rules, conclusions, traps and topic changes
+SOURCES = [HELD_OUT / f"{name}.jsonl" for name in ("h01", "h02", "h03", "h04")]
+
+
+def _entries() -> list[dict[str, object]]:
+    """The turns of the fixtures as one session, numbered anew."""
+    turns = [json.loads(line) for path in SOURCES for line in path.read_text().splitlines()]
+    return [{**turn, "turn": number} for number, turn in enumerate(turns, start=1)]
+
+
+PARAMS = Params.from_config(from_mapping({}))
+ENTRIES = _entries()
+
+
+def _serial() -> dict[str, object]:
+    return fold(new_state("s"), ENTRIES, PARAMS, helpers=0)
+
+
+@pytest.mark.parametrize("helpers", [1, 2])
+def test_turns_read_ahead_fold_to_the_state_read_in_the_fold(helpers: int) -> None:
+    assert len(ENTRIES) > 300
+    assert threading.active_count() == 1  # so forked, on Linux
+    ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=helpers)
+    serial = _serial()
+    assert ahead["conclusions"] and ahead["critical"] and len(ahead["segments"]) > 10
+    assert json.dumps(ahead) == json.dumps(serial)
+
+
+def test_helpers_spawned_where_threads_run_read_the_same() -> None:
+    """With another thread alive (a daemon's), helpers are spawned, not forked: a fresh
+    interpreter, with its own hash seed, reads each turn the same."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=1)
+    finally:
+        stop.set()
+        thread.join()
+    assert json.dumps(ahead) == json.dumps(_serial())
+
+
+def _dies(*args: object) -> list[object]:
+    os._exit(3)  # a helper killed mid-read (out of memory, a signal)
+
+
+def test_a_helper_that_dies_costs_only_time(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(fold_module, "read_all", _dies)
+    ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=1)
+    assert json.dumps(ahead) == json.dumps(_serial())
+    assert "reading them here" in caplog.text
+
+
+def test_read_all_reads_each_turn_with_the_turns_before_it() -> None:
+    """A share read from its middle, given the turns before it, reads as the whole."""
+    whole = read_all(ENTRIES, [])
+    cut = 150
+    before = [
+        (str(t["role"]), str(t["content"])[: fold_module.RECENT_CHARS]) for t in ENTRIES[:cut]
+    ]
+    part = read_all(ENTRIES[cut:], before[-fold_module.CONTEXT_TURNS :])
+    assert part == whole[cut:]
+    assert sum(r.found is not None for r in part) > 5  # conclusions that read the turns before
+
+
+def test_helpers_only_for_long_folds_outside_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    assert fold_module._helpers(fold_module.AHEAD_TURNS - 1) == 0
+    assert fold_module._helpers(fold_module.AHEAD_TURNS) == fold_module.MAX_HELPERS
+    monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0})
+    assert fold_module._helpers(fold_module.AHEAD_TURNS) == 0  # one core: no helper
+    monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert fold_module._helpers(fold_module.AHEAD_TURNS) == 1
+    # a worker of a pool (`ccm rebuild --executor processes`) starts none of its own
+    monkeypatch.setattr(fold_module.multiprocessing, "parent_process", lambda: object())
+    assert fold_module._helpers(fold_module.AHEAD_TURNS * 10) == 0
+
+
+def test_a_rebuild_read_ahead_writes_what_updates_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ccm rebuild` of a long session (here: long from 100 turns) reads ahead, and its
+    tiers are those the turn-by-turn updates wrote."""
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    lines = [json.dumps(entry) for entry in ENTRIES]
+    for bound in (40, 90, len(lines)):  # updates of fewer turns than the bound
+        source.write_text("\n".join(lines[:bound]) + "\n")
+        ingest(store, [str(source)], derive=True)
+    folder = store.session_dir("chat")
+    updated = {name: (folder / name).read_bytes() for name, _ in derive.FILES}
+    monkeypatch.setattr(fold_module, "AHEAD_TURNS", 100)
+    calls: list[int] = []
+    real = fold_module._Ahead.__init__
+
+    def counted(self: fold_module._Ahead, state: object, turns: list[object], helpers: int) -> None:
+        calls.append(helpers)
+        real(self, state, turns, helpers)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fold_module._Ahead, "__init__", counted)
+    monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    derive.update(store, "chat", rebuild=True)
+    assert calls == [1]
+    assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == updated
