@@ -224,12 +224,14 @@ def render_turn(turn: dict[str, Any], clip: int | None = TOOL_CHARS) -> str:
     """One turn as it is shown to the model: date, speaker, text (tool output clipped
     to `clip` characters; None: whole)."""
     content = printable(str(turn["content"]))
-    if turn["role"] == "tool":
-        name = tool_name(turn)
-        if clip is not None and len(content) > clip:
-            content = clipped(content, clip, turn["turn"])
-        return f"[{turn['ts'][:16].replace('T', ' ')}] {name} result: {content}"
-    return f"[{turn['ts'][:16].replace('T', ' ')}] {speaker(turn)}: {content}"
+    if turn["role"] == "tool" and clip is not None and len(content) > clip:
+        content = clipped(content, clip, turn["turn"])
+    return f"[{turn['ts'][:16].replace('T', ' ')}] {label(turn)}: {content}"
+
+
+def label(turn: dict[str, Any]) -> str:
+    """Who a rendered turn says said it: the speaker, or the tool whose result it is."""
+    return f"{tool_name(turn)} result" if turn["role"] == "tool" else speaker(turn)
 
 
 def tool_name(turn: dict[str, Any]) -> str:
@@ -613,7 +615,12 @@ class Index:
         ``meta`` the method the stored counts are made with: a context uses them as exact
         only when it counts the same way, and counts written under two methods are noted
         as ``mixed`` (until a rebuild)."""
-        method = tokens.method_in_use()
+        self._counting_with(tokens.method_in_use())
+        if bound is None:
+            return tokens.count_tokens(text)
+        return tokens.count_within(text, bound, cached=False)
+
+    def _counting_with(self, method: str) -> None:
         if method != self._counting:
             noted = self.counted_with()
             if noted != method:
@@ -622,9 +629,29 @@ class Index:
                     (method if noted is None else "mixed",),
                 )
             self._counting = method
-        if bound is None:
-            return tokens.count_tokens(text)
-        return tokens.count_within(text, bound, cached=False)
+
+    def _count_shown(self, group: list[dict[str, Any]], seen: str, bound: int | None = None) -> int:
+        """`_count` of the lines of an exchange or a turn as shown (`seen`: "speaker:
+        text" a turn), from the counts of its turns' texts noted where they were read
+        (`tokens.note`: the fold counts every turn), when each is and its line can be
+        told from it (`tokens.labelled`); else counted (`bound`: see `_count`)."""
+        contents = [printable(str(turn["content"])) for turn in group]
+        labels = [label(turn) for turn in group]
+        if seen != "\n".join(
+            f"{name}: {text}" for name, text in zip(labels, contents, strict=True)
+        ):
+            return self._count(seen, bound)
+        total = 0
+        for position, (name, content) in enumerate(zip(labels, contents, strict=True)):
+            known = tokens.noted(content)
+            line = None if known is None else tokens.labelled(name, content, known)
+            if line is None:
+                return self._count(seen, bound)
+            if position < len(group) - 1:
+                line += tokens.line_break(f"{name}: {content}")
+            total += line
+        self._counting_with(tokens.method_in_use())
+        return total
 
     def counted_with(self) -> str | None:
         """The token method of every stored count (``bpe`` or ``estimate``), ``mixed``,
@@ -929,10 +956,10 @@ class Index:
         text = "\n".join(render_group(group)) if text is None else text
         count, shown = -1, None  # counted when asked for (`Hit.tokens`)
         if alone:
-            shown = self._count(as_shown(kind, group[0]["ts"], text), SHOWN_BOUND)
+            shown = self._count_shown(group, as_shown(kind, group[0]["ts"], text), SHOWN_BOUND)
         elif kind == "pair" and role != "tools":
             seen = as_shown(kind, group[0]["ts"], text)
-            shown = self._count(seen)
+            shown = self._count_shown(group, seen)
             count = shown + _stamp_tokens(text, seen) if seen != text else shown
         return (
             session,

@@ -17,8 +17,10 @@ side of staying inside a budget.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import re
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
@@ -141,3 +143,69 @@ def count_cached(text: str) -> int:
     if len(text) > _CACHED_CHARS:
         return count_tokens(text)
     return _count_cached(_method, text)
+
+
+# Counts noted where a text is read (the fold counts every turn) for where it is shown
+# again (the index counts an exchange's lines): a text is counted once. Keyed by the
+# text's length and hash, under the method in use; the oldest go first past `NOTED_MAX`.
+NOTED_MAX = 1 << 18
+_noted: dict[tuple[int, int], int] = {}
+_noted_method: str | None = None
+
+
+def note(text: str, count: int) -> None:
+    """Remember that `text` takes `count` tokens under the method in use (`noted`)."""
+    global _noted_method
+    method = method_in_use()
+    if method != _noted_method:
+        _noted.clear()
+        _noted_method = method
+    if len(_noted) >= NOTED_MAX:
+        for key in list(itertools.islice(_noted, NOTED_MAX // 8)):
+            del _noted[key]
+    _noted[(len(text), hash(text))] = count
+
+
+def noted(text: str) -> int | None:
+    """The count `note` remembered for `text` under the method in use, or None."""
+    if _noted_method != method_in_use():
+        return None
+    return _noted.get((len(text), hash(text)))
+
+
+def _letter_or_number(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LN"
+
+
+# Both methods split a text into pieces before they count (the BPE then merges within
+# each): no piece runs on past the end of a run of letters or digits. So the pieces of
+# what comes after such a run are the same whatever came before it, and a count of a
+# text joined to another can be told from the count of each, and of their edges.
+
+
+def labelled(label: str, text: str, count: int) -> int | None:
+    """Tokens of ``f"{label}: {text}"`` (a rendered turn) from `count`, those of `text`:
+    its opening up to the end of its first run of letters or digits counts anew after
+    the label (the space may join it), the rest the same. None for a label that opens
+    with whitespace (which may join what is before it)."""
+    if not label or label[0].isspace():
+        return None
+    start = 0
+    while start < len(text) and not _letter_or_number(text[start]):
+        start += 1
+    end = start
+    while end < len(text) and _letter_or_number(text[end]):
+        end += 1
+    head = text[:end]
+    return count_cached(f"{label}: {head}") - count_cached(head) + count
+
+
+def line_break(line: str) -> int:
+    """Tokens that a line break after `line` adds when another line follows that opens
+    with a letter (a rendered turn: its speaker): the break joins what `line` ends with
+    after its last letter or digit (a full stop, spaces), which counts anew."""
+    end = len(line)
+    while end > 0 and not _letter_or_number(line[end - 1]):
+        end -= 1
+    tail = line[end:]
+    return count_cached(tail + "\n") - count_cached(tail)

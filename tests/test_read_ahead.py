@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -36,37 +35,41 @@ def _serial() -> dict[str, object]:
     return fold(new_state("s"), ENTRIES, PARAMS, helpers=0)
 
 
-@pytest.mark.parametrize("helpers", [1, 2])
-def test_turns_read_ahead_fold_to_the_state_read_in_the_fold(helpers: int) -> None:
+# other tests leave threads behind; a fork beside them is what is tested here (Python 3.12
+# warns of any fork in a process with threads)
+FORK_BESIDE_THREADS = pytest.mark.filterwarnings("ignore:.*multi-threaded.*:DeprecationWarning")
+
+
+def _started(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """Helpers forked (nothing else runs here) or spawned (a daemon's threads run)."""
+    threads = 1 if how == "fork" else 2
+    monkeypatch.setattr(fold_module.threading, "active_count", lambda: threads)
+
+
+@FORK_BESIDE_THREADS
+@pytest.mark.parametrize(("helpers", "how"), [(1, "fork"), (2, "fork"), (1, "spawn")])
+def test_turns_read_ahead_fold_to_the_state_read_in_the_fold(
+    helpers: int, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spawned, a helper is a fresh interpreter, with a hash seed of its own: it reads
+    each turn the same."""
     assert len(ENTRIES) > 300
-    assert threading.active_count() == 1  # so forked, on Linux
+    _started(monkeypatch, how)
     ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=helpers)
     serial = _serial()
     assert ahead["conclusions"] and ahead["critical"] and len(ahead["segments"]) > 10
     assert json.dumps(ahead) == json.dumps(serial)
 
 
-def test_helpers_spawned_where_threads_run_read_the_same() -> None:
-    """With another thread alive (a daemon's), helpers are spawned, not forked: a fresh
-    interpreter, with its own hash seed, reads each turn the same."""
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait, daemon=True)
-    thread.start()
-    try:
-        ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=1)
-    finally:
-        stop.set()
-        thread.join()
-    assert json.dumps(ahead) == json.dumps(_serial())
-
-
 def _dies(*args: object) -> list[object]:
     os._exit(3)  # a helper killed mid-read (out of memory, a signal)
 
 
+@FORK_BESIDE_THREADS
 def test_a_helper_that_dies_costs_only_time(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    _started(monkeypatch, "fork")
     monkeypatch.setattr(fold_module, "read_all", _dies)
     ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=1)
     assert json.dumps(ahead) == json.dumps(_serial())
@@ -98,6 +101,7 @@ def test_helpers_only_for_long_folds_outside_workers(monkeypatch: pytest.MonkeyP
     assert fold_module._helpers(fold_module.AHEAD_TURNS * 10) == 0
 
 
+@FORK_BESIDE_THREADS
 def test_a_rebuild_read_ahead_writes_what_updates_wrote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

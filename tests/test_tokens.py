@@ -110,3 +110,69 @@ def test_lines_joined_by_line_breaks_never_count_more_than_their_parts(
         assert tokens.count_tokens("\n".join(lines)) <= parts
     finally:
         tokens.set_method("bpe")
+
+
+# what a turn's text may hold: letters of several scripts, digits, marks, punctuation,
+# emoji, spaces and line breaks (the pieces a text is split into before counting)
+TURN_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(list("aZé9 .,!?'\"()*-_:;#`\n\t\u0301\u00b2\u0663")),
+        st.sampled_from(["'s", "'ll", "don't", "...", "**", "```", "  \n", "\r\n", "👍", "日本"]),
+        st.characters(blacklist_categories=("Cs",)),
+    ),
+    max_size=30,
+).map("".join)
+LABEL = st.sampled_from(
+    ["user", "assistant", "Bash result", "Dr. Müller", "mcp__fs__read result", "A"]
+)
+
+
+@settings(max_examples=400)
+@given(label=LABEL, text=TURN_TEXT, method=st.sampled_from(["bpe", "estimate"]))
+def test_a_rendered_turn_counts_from_its_text(label: str, text: str, method: str) -> None:
+    """`labelled`: a turn shown as "speaker: text" is counted from the count of its text
+    (the fold's), exactly, whatever the text opens with."""
+    tokens.set_method(method)
+    try:
+        shown = tokens.labelled(label, text, tokens.count_tokens(text))
+        assert shown == tokens.count_tokens(f"{label}: {text}")
+    finally:
+        tokens.set_method("bpe")
+
+
+@settings(max_examples=400)
+@given(
+    turns=st.lists(st.tuples(LABEL, TURN_TEXT), min_size=1, max_size=5),
+    method=st.sampled_from(["bpe", "estimate"]),
+)
+def test_an_exchange_counts_from_its_turns(turns: list[tuple[str, str]], method: str) -> None:
+    """An exchange's lines, joined by line breaks, count what each turn's line counts and
+    each break what `line_break` says: the index counts no text the fold counted."""
+    tokens.set_method(method)
+    try:
+        lines = [tokens.labelled(label, text, tokens.count_tokens(text)) for label, text in turns]
+        breaks = [tokens.line_break(f"{label}: {text}") for label, text in turns[:-1]]
+        whole = "\n".join(f"{label}: {text}" for label, text in turns)
+        assert sum(n for n in lines if n is not None) + sum(breaks) == tokens.count_tokens(whole)
+    finally:
+        tokens.set_method("bpe")
+
+
+def test_a_label_that_opens_with_whitespace_is_counted_anew() -> None:
+    assert tokens.labelled(" user", "hello", 1) is None
+    assert tokens.labelled("user", "hello", 1) == tokens.count_tokens("user: hello")
+
+
+def test_noted_counts_are_kept_per_method() -> None:
+    text = "a text counted where it was read"
+    tokens.note(text, 7)
+    assert tokens.noted(text) == 7
+    assert tokens.noted(text + ".") is None
+    tokens.set_method("estimate")
+    try:
+        assert tokens.noted(text) is None  # noted under the BPE
+        tokens.note(text, 9)
+        assert tokens.noted(text) == 9
+    finally:
+        tokens.set_method("bpe")
+    assert tokens.noted(text) is None

@@ -1112,6 +1112,7 @@ def step(
     if reading is None:
         reading = read(turn, [(entry[1], entry[2]) for entry in state["recent"][-CONTEXT_TURNS:]])
     count = reading.count
+    tokenizer.note(text, count)  # for the index, which shows it again (as a line)
     ts = _seconds(ts_text)
     turn_terms = reading.terms
 
