@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,3 +178,44 @@ def test_noted_counts_are_kept_per_method() -> None:
     finally:
         tokens.set_method("bpe")
     assert tokens.noted(text) is None
+
+
+def test_an_index_after_the_fold_stores_the_counts_it_would_count(tmp_path: Path) -> None:
+    """The index built where the fold just ran (`ccm ingest`, the daemon) tells its
+    exchanges' counts from the fold's; they are the counts an index built alone makes."""
+    import sqlite3
+
+    from ccm import derive
+    from ccm.index import Index
+    from ccm.ingest.pipeline import ingest
+    from ccm.store import Store
+
+    fixtures = Path(__file__).parent / "fixtures" / "scenarios_heldout"
+    store = Store(tmp_path / "root")
+    told: list[str] = []
+    real = tokens.labelled
+
+    def counted(label: str, text: str, count: int) -> int | None:
+        told.append(text)
+        return real(label, text, count)
+
+    for name in ("h01", "h02"):  # an agent session with tools, an assistant chat
+        ingest(store, [str(fixtures / f"{name}.jsonl")], "jsonl", name)
+    rows = "SELECT session, kind, key, tokens, shown FROM units WHERE kind IN ('pair', 'turn')"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokens, "labelled", counted)
+        index = Index(store)
+        for name in ("h01", "h02"):
+            index.update(name, derive.update(store, name, rebuild=True).tiers.manifest)
+        index.close()
+    after_fold = sqlite3.connect(store.cache / "index.sqlite").execute(rows).fetchall()
+    assert len(told) > 100  # the counts were told, not counted
+    tokens._noted.clear()
+    for path in store.cache.glob("index.sqlite*"):
+        path.unlink()
+    index = Index(store)
+    for name in ("h01", "h02"):
+        index.update(name, None)
+    index.close()
+    alone = sqlite3.connect(store.cache / "index.sqlite").execute(rows).fetchall()
+    assert sorted(after_fold) == sorted(alone)
