@@ -41,9 +41,31 @@ FORK_BESIDE_THREADS = pytest.mark.filterwarnings("ignore:.*multi-threaded.*:Depr
 
 
 def _started(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
-    """Helpers forked (nothing else runs here) or spawned (a daemon's threads run)."""
+    """Helpers forked (nothing else runs here) or spawned (a daemon's threads run), with
+    shares of 37 turns (a fold of the fixtures' few hundred takes many)."""
     threads = 1 if how == "fork" else 2
     monkeypatch.setattr(fold_module.threading, "active_count", lambda: threads)
+    monkeypatch.setattr(fold_module, "AHEAD_SHARE", 37)
+
+
+@pytest.mark.parametrize("helpers", [1, 2, 3])
+def test_helpers_read_as_much_as_keeps_them_as_busy_as_the_fold(
+    helpers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold reads the first share and its due of the rest; the helpers the others,
+    sent a few at a time as the fold nears them."""
+    monkeypatch.setattr(fold_module, "AHEAD_SHARE", 10)
+    ahead = fold_module._Ahead(new_state("s"), ENTRIES, 0)  # planned, nothing sent
+    assert ahead.ahead == []
+    monkeypatch.setattr(fold_module.ProcessPoolExecutor, "submit", lambda *args: None)
+    ahead = fold_module._Ahead(new_state("s"), ENTRIES, helpers)
+    planned = sorted([*ahead.ahead, *ahead.shares])
+    assert 0 not in planned and len(ahead.shares) == fold_module.AHEAD_DEPTH * helpers
+    shares = -(-len(ENTRIES) // 10)
+    own = (1 - fold_module.STATE_SHARE * helpers) / (helpers + 1)
+    assert abs((shares - len(planned)) - own * shares) <= 1
+    ahead.shares = {}
+    ahead.close()
 
 
 @FORK_BESIDE_THREADS
@@ -73,7 +95,7 @@ def test_a_helper_that_dies_costs_only_time(
     monkeypatch.setattr(fold_module, "read_all", _dies)
     ahead = fold(new_state("s"), ENTRIES, PARAMS, helpers=1)
     assert json.dumps(ahead) == json.dumps(_serial())
-    assert "reading them here" in caplog.text
+    assert "reading here" in caplog.text
 
 
 def test_read_all_reads_each_turn_with_the_turns_before_it() -> None:

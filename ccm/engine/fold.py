@@ -1226,7 +1226,9 @@ def _bump(state: State, index: int) -> None:
 
 AHEAD_TURNS = 2000  # a fold of fewer turns reads them itself: a helper would cost more
 MAX_HELPERS = 3  # past these, the fold's own share (the state's work) is all the time
-STATE_SHARE = 0.2  # the fold's work on the state, for that of reading the same turns
+STATE_SHARE = 0.3  # the fold's work on the state, for that of reading the same turns
+AHEAD_SHARE = 500  # turns a helper reads at a time
+AHEAD_DEPTH = 3  # shares read ahead, or being read, a helper, at most
 
 
 def fold(
@@ -1269,63 +1271,86 @@ def read_all(
 
 
 class _Ahead:
-    """The `Reading` of each turn of a fold that helper processes read ahead: the fold
-    reads the first share itself (a helper needs the time to start), each helper an
-    equal share of the rest, which the fold takes in order as it gets there. A helper
-    that fails (killed, out of memory) costs only time: its turns are read here."""
+    """The `Reading` of each turn of a fold that helper processes read ahead.
+
+    The turns are taken in shares of `AHEAD_SHARE`: the fold reads the first itself (a
+    helper needs the time to start), then of each run of shares, as many as keep this
+    process as busy as each helper (`STATE_SHARE`), and the helpers the rest, each share
+    sent as the fold nears it (`AHEAD_DEPTH` a helper waiting at most), so what was read
+    ahead and not yet folded stays a few shares, however long the fold. A helper that
+    fails (killed, out of memory) costs only time: the shares not yet folded are read
+    here."""
 
     def __init__(self, state: State, turns: list[dict[str, Any]], helpers: int) -> None:
-        self.first = len(turns)  # where the turns read ahead start
-        self.size = 1
-        self.futures: list[Future[list[Reading]]] = []
+        self.turns = turns
+        self.shares: dict[int, Future[list[Reading]]] = {}  # sent: share -> its readings
+        self.ahead: list[int] = []  # the shares the helpers read, in order, not yet sent
         self.pool: ProcessPoolExecutor | None = None
-        self.chunk = -1  # the share being taken
-        self.readings: list[Reading] | None = None  # ... and its readings
-        if helpers <= 0 or not turns:
+        self.share = -1  # the share being folded
+        self.readings: list[Reading] | None = None  # ... and its readings, if read ahead
+        self.recent = [(str(e[1]), str(e[2])) for e in state["recent"][-CONTEXT_TURNS:]]
+        self.depth = AHEAD_DEPTH * helpers
+        self.method = tokenizer.method_in_use()
+        if helpers <= 0 or len(turns) <= AHEAD_SHARE:
             return
-        # the fold's own work is about a fifth of a turn's reading: with that share read
-        # here too, this process and each helper take about as long
-        self.first = max(0, int(len(turns) * (1 - STATE_SHARE * helpers) / (helpers + 1)))
-        self.size = -(-(len(turns) - self.first) // helpers)
-        before = [(str(e[1]), str(e[2])) for e in state["recent"][-CONTEXT_TURNS:]]
-        before += [(str(t["role"]), str(t["content"])[:RECENT_CHARS]) for t in turns[: self.first]]
+        # this process's share of the reading, so that it and each helper take as long
+        own = max(0.0, (1 - STATE_SHARE * helpers) / (helpers + 1))
+        # share 0 is read here; after it, share i here when it brings the shares read
+        # here up to their due (`own` of all), the rest by the helpers
+        here = 1
+        for share in range(1, -(-len(turns) // AHEAD_SHARE)):
+            if here < own * (share + 1):
+                here += 1
+            else:
+                self.ahead.append(share)
         # forked when nothing else runs here (a forked thread's locks stay as they were)
         fork = sys.platform == "linux" and threading.active_count() == 1
-        context = multiprocessing.get_context("fork" if fork else "spawn")
-        method = tokenizer.method_in_use()
         try:
+            context = multiprocessing.get_context("fork" if fork else "spawn")
             self.pool = ProcessPoolExecutor(max_workers=helpers, mp_context=context)
-            for start in range(self.first, len(turns), self.size):
-                share = turns[start : start + self.size]
-                self.futures.append(
-                    self.pool.submit(read_all, share, before[-CONTEXT_TURNS:], method)
-                )
-                before = [(str(t["role"]), str(t["content"])[:RECENT_CHARS]) for t in share]
+            self._send()
         except (OSError, RuntimeError) as exc:  # no processes to be had: read them here
             log.debug("reading turns ahead failed to start: %s", exc)
             self.close()
 
+    def _send(self) -> None:
+        """Send the helpers' next shares, until `depth` are sent and not yet folded."""
+        assert self.pool is not None
+        while self.ahead and len(self.shares) < self.depth:
+            share = self.ahead.pop(0)
+            start = share * AHEAD_SHARE
+            before = self.recent + [
+                (str(t["role"]), str(t["content"])[:RECENT_CHARS])
+                for t in self.turns[max(0, start - CONTEXT_TURNS) : start]
+            ]
+            part = self.turns[start : start + AHEAD_SHARE]
+            self.shares[share] = self.pool.submit(
+                read_all, part, before[-CONTEXT_TURNS:], self.method
+            )
+
     def reading(self, at: int) -> Reading | None:
         """The reading of the turn at `at`, or None when the fold reads it itself."""
-        if at < self.first or not self.futures:
-            return None
-        chunk, offset = divmod(at - self.first, self.size)
-        if chunk != self.chunk:
-            self.chunk = chunk
-            try:
-                self.readings = self.futures[chunk].result()
-            except Exception as exc:  # whatever went wrong there: read here instead
-                log.warning("a helper reading turns ahead failed (%s); reading them here", exc)
-                self.readings = None
+        share, offset = divmod(at, AHEAD_SHARE)
+        if share != self.share:
+            self.share, self.readings = share, None
+            future = self.shares.pop(share, None)
+            if future is not None:
+                try:
+                    self.readings = future.result()
+                except Exception as exc:  # whatever went wrong there: read here instead
+                    log.warning("a helper reading turns ahead failed (%s); reading here", exc)
+                    self.close()  # (a pool that lost a process takes no more)
+            if self.pool is not None:
+                self._send()
         return self.readings[offset] if self.readings is not None else None
 
     def close(self) -> None:
         if self.pool is not None:
-            for future in self.futures:
+            for future in self.shares.values():
                 future.cancel()
             self.pool.shutdown(wait=True)
             self.pool = None
-        self.futures = []
+        self.shares, self.ahead = {}, []
 
     def __enter__(self) -> _Ahead:
         return self
