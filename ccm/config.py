@@ -17,6 +17,9 @@ segments.time_gap_minutes      120        a pause this long starts a new segment
 segments.min_turns             4          turns before a cohesion drop may split a segment
 segments.max_turns             60         a segment this long is closed at the next user turn
 segments.summary_tokens        80         token cap of a segment summary
+segments.helpers               auto       processes that read a long fold's turns ahead
+                                          (2,000 turns or more: a rebuild, an import);
+                                          ``auto``: one per core but one, up to 3; 0: none
 working.capacity               4          active efforts in the working context
 lifecycle.fresh_turns          6          a segment this recent is fresh
 lifecycle.stale_turns          60         unreferenced this long: stale
@@ -60,7 +63,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "tail_tokens": 12_000,
         "keep_tool_results": 3,
     },
-    "segments": {"time_gap_minutes": 120, "min_turns": 4, "max_turns": 60, "summary_tokens": 80},
+    "segments": {
+        "time_gap_minutes": 120,
+        "min_turns": 4,
+        "max_turns": 60,
+        "summary_tokens": 80,
+        "helpers": "auto",
+    },
     "working": {"capacity": 4},
     "recall": {"semantic": False, "model": EMBEDDING_MODELS[0]},
     "sleep": {"private_names": []},
@@ -104,6 +113,12 @@ class Config:
     @property
     def fsync(self) -> bool:
         return bool(self.get("ingest", "fsync"))
+
+    @property
+    def helpers(self) -> int | None:
+        """``segments.helpers``: a number of processes, or None for ``auto``."""
+        value = self.get("segments", "helpers")
+        return None if value == "auto" else int(value)
 
 
 def from_mapping(data: Any, source: str = "config.yaml") -> Config:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ccm import yamlio
-from ccm.engine.fold import Params, State, fold, new_state
+from ccm.engine.fold import Params, State, fold, helpers_for, new_state
 from ccm.engine.render import RenderCache, Tiers, render
 from ccm.store import (
     BadLine,
@@ -214,7 +214,7 @@ class Engine:
                 log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
             for line in repeated:
                 log.warning("%s", line.describe())
-        fold(self.state, turns, params)
+        fold(self.state, turns, params, helpers_for(len(turns), config.helpers))
         self.key = params.key()
         raw = store.raw_path(session)
         self.inode = raw.stat().st_ino if raw.exists() else None

@@ -112,15 +112,15 @@ def test_read_all_reads_each_turn_with_the_turns_before_it() -> None:
 
 def test_helpers_only_for_long_folds_outside_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
-    assert fold_module._helpers(fold_module.AHEAD_TURNS - 1) == 0
-    assert fold_module._helpers(fold_module.AHEAD_TURNS) == fold_module.MAX_HELPERS
+    assert fold_module.helpers_for(fold_module.AHEAD_TURNS - 1) == 0
+    assert fold_module.helpers_for(fold_module.AHEAD_TURNS) == fold_module.MAX_HELPERS
     monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0})
-    assert fold_module._helpers(fold_module.AHEAD_TURNS) == 0  # one core: no helper
+    assert fold_module.helpers_for(fold_module.AHEAD_TURNS) == 0  # one core: no helper
     monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1})
-    assert fold_module._helpers(fold_module.AHEAD_TURNS) == 1
+    assert fold_module.helpers_for(fold_module.AHEAD_TURNS) == 1
     # a worker of a pool (`ccm rebuild --executor processes`) starts none of its own
     monkeypatch.setattr(fold_module.multiprocessing, "parent_process", lambda: object())
-    assert fold_module._helpers(fold_module.AHEAD_TURNS * 10) == 0
+    assert fold_module.helpers_for(fold_module.AHEAD_TURNS * 10) == 0
 
 
 @FORK_BESIDE_THREADS
@@ -150,3 +150,38 @@ def test_a_rebuild_read_ahead_writes_what_updates_wrote(
     derive.update(store, "chat", rebuild=True)
     assert calls == [1]
     assert {name: (folder / name).read_bytes() for name, _ in derive.FILES} == updated
+
+
+@pytest.mark.parametrize(("setting", "helpers"), [("0", 0), ("2", 2), ("auto", 1)])
+def test_the_config_says_how_many_helpers_read_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str, helpers: int
+) -> None:
+    store = Store(tmp_path / "root")
+    store.init()
+    (store.root / "config.yaml").write_text(f"segments:\n  helpers: {setting}\n")
+    source = tmp_path / "chat.jsonl"
+    source.write_text("".join(json.dumps(entry) + "\n" for entry in ENTRIES))
+    ingest(store, [str(source)])
+    monkeypatch.setattr(fold_module, "AHEAD_TURNS", 100)
+    monkeypatch.setattr(fold_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    asked: list[int] = []
+    monkeypatch.setattr(fold_module, "_Ahead", lambda state, turns, n: asked.append(n) or _Off())
+    derive.update(store, "chat", rebuild=True)
+    assert asked == [helpers]
+    asked.clear()
+    monkeypatch.setattr(fold_module, "AHEAD_TURNS", len(ENTRIES) + 1)  # a short fold: none
+    derive.update(store, "chat", rebuild=True)
+    assert asked == [0]
+
+
+class _Off:
+    """No turn read ahead."""
+
+    def reading(self, at: int) -> None:
+        return None
+
+    def __enter__(self) -> _Off:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1239,16 +1239,21 @@ def fold(
     there are `AHEAD_TURNS` turns or more and this process is not itself a worker). The
     state is the same whoever read the turns."""
     if helpers is None:
-        helpers = _helpers(len(turns))
+        helpers = helpers_for(len(turns))
     with _Ahead(state, turns, helpers) as ahead:
         for at, turn in enumerate(turns):
             step(state, turn, params, ahead.reading(at))
     return state
 
 
-def _helpers(turns: int) -> int:
+def helpers_for(turns: int, most: int | None = None) -> int:
+    """The helpers a fold of `turns` turns starts: none for fewer than `AHEAD_TURNS` or
+    in a process that is itself a worker, else `most` (config ``segments.helpers``), or
+    one per core but this one's, up to `MAX_HELPERS`."""
     if turns < AHEAD_TURNS or multiprocessing.parent_process() is not None:
         return 0
+    if most is not None:
+        return most
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(0, min((cores or 1) - 1, MAX_HELPERS))
 
