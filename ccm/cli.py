@@ -365,7 +365,17 @@ def rebuild(
         if not as_json and len(chosen) >= 10 and sys.stderr.isatty():
             bar = click.progressbar(length=len(chosen), label="Rebuilding", file=sys.stderr)
             step = stack.enter_context(bar).update
-        calls = [(where(store, executor), session, True) for session in chosen]
+        calls: list[tuple[Any, ...]] = [
+            (where(store, executor), session, True) for session in chosen
+        ]
+        if (
+            step is None
+            and not as_json
+            and sys.stderr.isatty()
+            and not (executor and executor.remote)
+        ):
+            # a few sessions: the fold of a long one shows how far it is
+            calls = [(*call, _FoldBar(call[1], stack)) for call in calls]
         results = run_map(derive.folded, calls, executor, step)
     for item in results:
         session = item["session"]
@@ -394,6 +404,28 @@ def rebuild(
             f"{item['open_efforts']} open efforts ({changed}); index {item['index']}"
             + (f"; {item['embedded']} turns embedded" if "embedded" in item else "")
         )
+
+
+class _FoldBar:
+    """A progress bar on stderr for the fold of one long session (`fold.AHEAD_TURNS` turns
+    or more), drawn from the fold's first report and closed with `stack`."""
+
+    def __init__(self, session: str, stack: contextlib.ExitStack) -> None:
+        self.session, self.stack = session, stack
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        from ccm.engine.fold import AHEAD_TURNS
+
+        if self.bar is None:
+            if total < AHEAD_TURNS:
+                return
+            label = f"Folding {self.session}"
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            self.bar = self.stack.enter_context(bar)
+        self.bar.update(done - self.done)
+        self.done = done
 
 
 def _print_outcomes(outcomes: list[Any], as_json: bool) -> None:

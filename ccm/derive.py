@@ -185,9 +185,15 @@ class Engine:
         return "current" if st.st_ino == self.inode else "unknown"
 
     def update(
-        self, rebuild: bool = False, save: bool = True, durable: bool = True, later: bool = False
+        self,
+        rebuild: bool = False,
+        save: bool = True,
+        durable: bool = True,
+        later: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Derived:
-        """Fold what was appended, render, write the files that changed.
+        """Fold what was appended, render, write the files that changed (`progress`:
+        told the turns folded, of how many, as `fold` goes).
 
         ``durable=False`` skips the fsyncs of the derived files (still replaced
         atomically): for a process that re-renders at its next start anyway (the
@@ -214,7 +220,7 @@ class Engine:
                 log.warning("%s; kept in quarantine.jsonl and skipped", line.describe())
             for line in repeated:
                 log.warning("%s", line.describe())
-        fold(self.state, turns, params, helpers_for(len(turns), config.helpers))
+        fold(self.state, turns, params, helpers_for(len(turns), config.helpers), progress)
         self.key = params.key()
         raw = store.raw_path(session)
         self.inode = raw.stat().st_ino if raw.exists() else None
@@ -386,21 +392,32 @@ class Keeper:
                 log.warning("%s: cannot write the manifest or engine cache: %s", key[1], exc)
 
 
-def update(store: Store, session: str, rebuild: bool = False) -> Derived:
-    """Bring the session's derived files up to date with raw.jsonl and events.jsonl."""
+def update(
+    store: Store,
+    session: str,
+    rebuild: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> Derived:
+    """Bring the session's derived files up to date with raw.jsonl and events.jsonl
+    (`progress`: see `Engine.update`)."""
     if keeper is not None and not rebuild:
         return keeper(store, session)
-    return Engine(store, session).update(rebuild=rebuild)
+    return Engine(store, session).update(rebuild=rebuild, progress=progress)
 
 
-def folded(root: Store | str, session: str, rebuild: bool = False) -> dict[str, Any]:
+def folded(
+    root: Store | str,
+    session: str,
+    rebuild: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """`update` as a task of a map (``ccm rebuild``, ``ccm ingest``; `ccm.executors`):
     what a command reports of the session, and the manifest its index is brought up to
     date with (the tiers are written where the task runs, under the session's lock, as
     by any update)."""
     from ccm.executors import store_at
 
-    derived = update(store_at(root), session, rebuild=rebuild)
+    derived = update(store_at(root), session, rebuild=rebuild, progress=progress)
     manifest = derived.tiers.manifest
     return {
         "session": session,

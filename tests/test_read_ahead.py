@@ -185,3 +185,31 @@ class _Off:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_a_fold_reports_its_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "root")
+    source = tmp_path / "chat.jsonl"
+    source.write_text("".join(json.dumps(entry) + "\n" for entry in ENTRIES))
+    ingest(store, [str(source)])
+    monkeypatch.setattr(fold_module, "AHEAD_SHARE", 100)
+    told: list[tuple[int, int]] = []
+    derive.update(store, "chat", rebuild=True, progress=lambda done, of: told.append((done, of)))
+    total = len(ENTRIES)
+    assert told == [(100, total), (200, total), (300, total), (total, total)]
+
+
+def test_ccm_rebuild_draws_a_bar_for_a_long_fold_only(capsys: pytest.CaptureFixture[str]) -> None:
+    import contextlib
+
+    from ccm.cli import _FoldBar
+
+    with contextlib.ExitStack() as stack:
+        short = _FoldBar("short", stack)
+        short(367, 367)
+        assert short.bar is None  # a fold of a few hundred turns is over at once
+        long = _FoldBar("long", stack)
+        for done in range(500, 4001, 500):
+            long(done, 4000)
+        assert long.bar is not None and long.done == 4000
+    assert "Folding long" in capsys.readouterr().err

@@ -1232,17 +1232,24 @@ AHEAD_DEPTH = 3  # shares read ahead, or being read, a helper, at most
 
 
 def fold(
-    state: State, turns: list[dict[str, Any]], params: Params, helpers: int | None = None
+    state: State,
+    turns: list[dict[str, Any]],
+    params: Params,
+    helpers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> State:
     """Fold `turns` into `state`, in order. `helpers`: processes that `read` turns ahead
     while this one folds (None: one per core but this one's, up to `MAX_HELPERS`, when
     there are `AHEAD_TURNS` turns or more and this process is not itself a worker). The
-    state is the same whoever read the turns."""
+    state is the same whoever read the turns. `progress` is told (turns folded, of how
+    many) every `AHEAD_SHARE` turns and at the end."""
     if helpers is None:
         helpers = helpers_for(len(turns))
     with _Ahead(state, turns, helpers) as ahead:
         for at, turn in enumerate(turns):
             step(state, turn, params, ahead.reading(at))
+            if progress is not None and ((at + 1) % AHEAD_SHARE == 0 or at + 1 == len(turns)):
+                progress(at + 1, len(turns))
     return state
 
 
