@@ -903,3 +903,29 @@ def test_a_stop_after_a_recap_chooses_none_of_its_headings() -> None:
     before = [("user", "park the alerting until Dana answers"), ("assistant", recap)]
     assert detect(40, "user", "cheers. done for now", before) is None
     assert detect(40, "user", "thanks, that's me done for tonight", before) is None
+
+
+def test_a_plan_said_back_after_a_colon_is_taken() -> None:
+    """Written for this test: after an answer that lays out a plan, the user says it back
+    in their own words after "so:", "fine:", "ok so:" or "right:", which takes it; a rule
+    said that way, a question, and an assistant's own "So:" take nothing."""
+    plan = (
+        "assistant",
+        "I'd service the boiler in March, before the warranty runs out, and leave the "
+        "radiators until the autumn when the heating is off anyway.",
+    )
+    for said in (
+        "the warranty thing I'd forgotten. so: boiler serviced in March, radiators in the autumn",
+        "fine: two coats of primer, then the sage green, skirting stays white",
+        "ok so: Monday the migration, Tuesday the backfill",
+        "right: 40 a session, cash or transfer, first one free",
+    ):
+        found = detect(9, "user", said, plan)
+        assert found is not None and found.kind == "decision", said
+    taken = detect(9, "user", "fine: two coats of primer, then the sage green", plan)
+    assert taken is not None and taken.said == "two coats of primer, then the sage green"
+    assert detect(9, "user", "so: don't deploy on fridays any more", plan) is None
+    assert detect(9, "user", "so: what do we do about the landlord?", plan) is None
+    assert detect(9, "user", "also: the plumber called back", plan) is None
+    before = [("user", "where are we with the cache?")]
+    assert detect(9, "assistant", "So: the cache is warm and the job restarted.", before) is None

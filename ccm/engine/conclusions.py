@@ -530,6 +530,18 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:the|our|final)\s+decision\s+is\b",
         ),
     ),
+    # a plan taken by saying it back, after a colon that opens the sentence: "so: four runs
+    # and the sunday spin, intervals only once Declan says so", "fine: gel every 25 min from
+    # 40 min", "ok so: ask for mqxliff + tmx and a test file"
+    (
+        "decision",
+        ("so:", "fine:", "ok:", "okay:", "right:"),
+        # (not a rule said so: "so: don't touch anything else in prod before the report")
+        _rx(
+            r"^(?:(?:ok(?:ay)?|right)[.,]? )?(?:so|fine|ok(?:ay)?|right):\s*(?=\S)"
+            r"(?!(?:don'?t|do not|never|nobody|no one|nothing)\b)"
+        ),
+    ),
     (
         "decision",
         ("go with", "going with", "stick with", "go for", "going for", "settle on"),
