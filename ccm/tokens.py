@@ -160,9 +160,9 @@ def note(text: str, count: int) -> None:
     if method != _noted_method:
         _noted.clear()
         _noted_method = method
-    if len(_noted) >= NOTED_MAX:
+    if len(_noted) >= NOTED_MAX:  # (a daemon's threads may evict at once)
         for key in list(itertools.islice(_noted, NOTED_MAX // 8)):
-            del _noted[key]
+            _noted.pop(key, None)
     _noted[(len(text), hash(text))] = count
 
 

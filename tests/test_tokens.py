@@ -219,3 +219,13 @@ def test_an_index_after_the_fold_stores_the_counts_it_would_count(tmp_path: Path
     index.close()
     alone = sqlite3.connect(store.cache / "index.sqlite").execute(rows).fetchall()
     assert sorted(after_fold) == sorted(alone)
+
+
+def test_noted_counts_are_bounded_oldest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "NOTED_MAX", 16)
+    tokens._noted.clear()
+    for number in range(40):
+        tokens.note(f"text {number}", number)
+    assert len(tokens._noted) <= 16
+    assert tokens.noted("text 39") == 39
+    assert tokens.noted("text 0") is None  # the oldest went first
