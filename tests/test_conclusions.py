@@ -929,3 +929,12 @@ def test_a_plan_said_back_after_a_colon_is_taken() -> None:
     assert detect(9, "user", "also: the plumber called back", plan) is None
     before = [("user", "where are we with the cache?")]
     assert detect(9, "assistant", "So: the cache is warm and the job restarted.", before) is None
+
+
+def test_a_name_with_an_ampersand_is_one_word_of_a_choice() -> None:
+    """Written for this test: "M&S then, ..." and "B&Q it is" choose what the answer
+    compared, as "Waitrose then" would."""
+    before = ("assistant", "M&S is closer and open till ten; Waitrose has the better bakery.")
+    for said in ("M&S then, the other one's miles away", "ok, B&Q it is. going saturday"):
+        found = detect(7, "user", said, before)
+        assert found is not None and found.kind == "decision", said

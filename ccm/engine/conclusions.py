@@ -90,7 +90,7 @@ def _rx(*patterns: str) -> re.Pattern[str]:
     return skipping("|".join(f"(?:{p})" for p in patterns))
 
 
-_WORD = r"[\w.+/#'-]+"
+_WORD = r"[\w.+/#'&-]+"  # a word, a name ("R&P", "M&S"), a path
 _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word or a figure: "£9", "2,500"
 # said as settled: "backups are properly done now", "certs are finally fixed"
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
