@@ -1043,8 +1043,8 @@ def _cohesion_split(state: State, params: Params, role: str, turn_terms: list[st
 @dataclass(frozen=True)
 class Reading:
     """What `step` reads in one turn, on its own and with the turns just before it: the
-    part of a turn's work that no state changes (about three quarters of it), which can
-    therefore be done ahead of the fold, in another process (`read_ahead`)."""
+    part of a turn's work that no state changes (about five sixths of it), which can
+    therefore be done ahead of the fold, in another process (`_Ahead`)."""
 
     count: int  # the turn's tokens
     terms: list[str]
@@ -1077,9 +1077,20 @@ def _rules(
     return rules, own
 
 
+def _heard(turn: dict[str, Any]) -> tuple[str, str]:
+    """What a later turn's `read` sees of `turn`: its role and its first `RECENT_CHARS`
+    (what ``state["recent"]`` keeps of it)."""
+    return str(turn["role"]), str(turn["content"])[:RECENT_CHARS]
+
+
+def _before(state: State) -> list[tuple[str, str]]:
+    """`_heard` of the `CONTEXT_TURNS` turns the state folded last, oldest first."""
+    return [(str(entry[1]), str(entry[2])) for entry in state["recent"][-CONTEXT_TURNS:]]
+
+
 def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
-    """`Reading` of `turn`; `before`: (role, first `RECENT_CHARS` of the text) of the
-    `CONTEXT_TURNS` turns before it, oldest first."""
+    """`Reading` of `turn`; `before`: `_heard` of the `CONTEXT_TURNS` turns before it,
+    oldest first."""
     role = str(turn["role"])
     text = str(turn["content"])
     found = None
@@ -1110,7 +1121,7 @@ def step(
     meta = turn.get("meta") or {}
     injected = _injected(turn)
     if reading is None:
-        reading = read(turn, [(entry[1], entry[2]) for entry in state["recent"][-CONTEXT_TURNS:]])
+        reading = read(turn, _before(state))
     count = reading.count
     tokenizer.note(text, count)  # for the index, which shows it again (as a line)
     ts = _seconds(ts_text)
@@ -1277,7 +1288,7 @@ def read_all(
     readings = []
     for turn in turns:
         readings.append(read(turn, before[-CONTEXT_TURNS:]))
-        before.append((str(turn["role"]), str(turn["content"])[:RECENT_CHARS]))
+        before.append(_heard(turn))
         del before[:-CONTEXT_TURNS]
     return readings
 
@@ -1294,17 +1305,17 @@ class _Ahead:
     here."""
 
     def __init__(self, state: State, turns: list[dict[str, Any]], helpers: int) -> None:
-        self.turns = turns
         self.shares: dict[int, Future[list[Reading]]] = {}  # sent: share -> its readings
         self.ahead: list[int] = []  # the shares the helpers read, in order, not yet sent
         self.pool: ProcessPoolExecutor | None = None
         self.share = -1  # the share being folded
         self.readings: list[Reading] | None = None  # ... and its readings, if read ahead
-        self.recent = [(str(e[1]), str(e[2])) for e in state["recent"][-CONTEXT_TURNS:]]
+        if helpers <= 0 or len(turns) <= AHEAD_SHARE:
+            return  # (every update of a session comes here: nothing more to do)
+        self.turns = turns
+        self.recent = _before(state)
         self.depth = AHEAD_DEPTH * helpers
         self.method = tokenizer.method_in_use()
-        if helpers <= 0 or len(turns) <= AHEAD_SHARE:
-            return
         # this process's share of the reading, so that it and each helper take as long
         own = max(0.0, (1 - STATE_SHARE * helpers) / (helpers + 1))
         # share 0 is read here; after it, share i here when it brings the shares read
@@ -1332,8 +1343,7 @@ class _Ahead:
             share = self.ahead.pop(0)
             start = share * AHEAD_SHARE
             before = self.recent + [
-                (str(t["role"]), str(t["content"])[:RECENT_CHARS])
-                for t in self.turns[max(0, start - CONTEXT_TURNS) : start]
+                _heard(turn) for turn in self.turns[max(0, start - CONTEXT_TURNS) : start]
             ]
             part = self.turns[start : start + AHEAD_SHARE]
             self.shares[share] = self.pool.submit(
