@@ -635,20 +635,18 @@ class Index:
         text" a turn), from the counts of its turns' texts noted where they were read
         (`tokens.note`: the fold counts every turn), when each is and its line can be
         told from it (`tokens.labelled`); else counted (`bound`: see `_count`)."""
-        contents = [printable(str(turn["content"])) for turn in group]
-        labels = [label(turn) for turn in group]
-        if seen != "\n".join(
-            f"{name}: {text}" for name, text in zip(labels, contents, strict=True)
-        ):
+        said = [(label(turn), printable(str(turn["content"]))) for turn in group]
+        lines = [f"{name}: {content}" for name, content in said]
+        if seen != "\n".join(lines):
             return self._count(seen, bound)
         total = 0
-        for position, (name, content) in enumerate(zip(labels, contents, strict=True)):
+        for position, (name, content) in enumerate(said):
             known = tokens.noted(content)
             line = None if known is None else tokens.labelled(name, content, known)
             if line is None:
                 return self._count(seen, bound)
-            if position < len(group) - 1:
-                line += tokens.line_break(f"{name}: {content}")
+            if position < len(lines) - 1:
+                line += tokens.line_break(lines[position])
             total += line
         self._counting_with(tokens.method_in_use())
         return total

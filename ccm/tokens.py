@@ -201,9 +201,10 @@ def labelled(label: str, text: str, count: int) -> int | None:
 
 
 def line_break(line: str) -> int:
-    """Tokens that a line break after `line` adds when another line follows that opens
-    with a letter (a rendered turn: its speaker): the break joins what `line` ends with
-    after its last letter or digit (a full stop, spaces), which counts anew."""
+    """Tokens that a line break after `line` adds when another line follows that does
+    not open with whitespace (a rendered turn: its speaker, see `labelled`): the break
+    joins what `line` ends with after its last letter or digit (a full stop, spaces),
+    which counts anew."""
     end = len(line)
     while end > 0 and not _letter_or_number(line[end - 1]):
         end -= 1
