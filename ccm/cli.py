@@ -411,15 +411,16 @@ class _FoldBar:
     or more), drawn from the fold's first report and closed with `stack`."""
 
     def __init__(self, session: str, stack: contextlib.ExitStack) -> None:
+        from ccm.engine.fold import AHEAD_TURNS
+
         self.session, self.stack = session, stack
+        self.long = AHEAD_TURNS
         self.bar: Any = None
         self.done = 0
 
     def __call__(self, done: int, total: int) -> None:
-        from ccm.engine.fold import AHEAD_TURNS
-
         if self.bar is None:
-            if total < AHEAD_TURNS:
+            if total < self.long:
                 return
             label = f"Folding {self.session}"
             bar = click.progressbar(length=total, label=label, file=sys.stderr)
