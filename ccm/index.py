@@ -1558,8 +1558,9 @@ class Recalled:
         """`_pairs` for a session in which tools ran: an exchange with a tool's output
         (an agent's: a request, then tool calls, their results and readings, dozens of
         them at times) gives its scored turns instead, each a hit of its own, on its own
-        score, shown whole (and counted as a hit towards the limit). The exchange rows are
-        read `first_read` at first and then twice as many each time, as needed."""
+        score, shown whole (and counted as a hit towards the limit), and the assistant turn
+        that ends it at the exchange's score. The exchange rows are read `first_read` at
+        first and then twice as many each time, as needed."""
         # exchanges as (-score, first, best turn); a turn of one taken apart as
         # (-score, first, turn, 1): the two order together
         order: list[tuple[Any, ...]] = list(self._order)
@@ -1598,15 +1599,23 @@ class Recalled:
                 parts = [f for f, row in rows.items() if row[5] is None]
                 bounds = [spans.get(f, (0, 0)) for f in parts]
                 taken = [t for a, b in bounds for t in turns[a:b].tolist()]
-                rows_of.update(self._index._turns(self._session, taken + parts))
+                closing = [rows[f][2] for f in parts]
+                rows_of.update(self._index._turns(self._session, taken + parts + closing))
             row = read[first]
             if row is None:  # gone, or too long
                 left -= 1
                 continue
             if row[5] is None:  # a tool ran in it: turn by turn (each counts when shown)
                 start, stop = spans.get(first, (0, 0))  # its scored turns
-                members = zip(values[start:stop].tolist(), turns[start:stop].tolist(), strict=True)
-                for value, member in list(members) or [(-negative, turn)]:
+                scored = dict(
+                    zip(turns[start:stop].tolist(), values[start:stop].tolist(), strict=True)
+                ) or {turn: -negative}
+                # the assistant's reading that closes it says what the tools found,
+                # often in none of the words asked: it ranks as the exchange does
+                reading = rows_of.get(row[2])
+                if reading is not None and reading[4] == "assistant":
+                    scored[row[2]] = max(scored.get(row[2], 0.0), -negative)
+                for member, value in scored.items():
                     if (end is None or member < end) and member not in self._shown:
                         heapq.heappush(order, (-value, first, member, 1))
                 continue

@@ -1038,7 +1038,11 @@ def test_recall_stops_reading_after_misses_in_a_row(
         lines += [
             ("user", f"Check the parser on shard {n}."),
             ("tool", f"$ parse shard-{n}\n" + "\n".join(f"parser row {k} ok" for k in range(40))),
-            ("assistant", f"The parser is fine on shard {n}."),
+            (
+                "assistant",
+                f"The parser is fine on shard {n}: all forty of its rows were read, "
+                "none of them with a warning, and none was skipped.",
+            ),
         ]
     root = _agent(tmp_path, lines)
     tried: list[int] = []
@@ -1258,3 +1262,39 @@ def test_figures_abbreviated_with_k_are_spelled_out(text: str, figures: list[str
     from ccm import lexical
 
     assert lexical.spelled_out(text) == figures
+
+
+def test_the_reading_that_closes_an_agent_exchange_is_recalled_with_its_best_turn(
+    tmp_path: Path,
+) -> None:
+    """The assistant turn that ends an exchange in which tools ran reads what they
+    found, often in none of the words the question asks with: it ranks as its
+    exchange does, ahead of other turns that only share the question's words."""
+    lines: list[tuple[str, str]] = [
+        ("user", "The nightly export to the warehouse stalls again, find out why."),
+        ("tool", "$ journalctl -u warehouse-export\nexport started 03:00\nexport stalled: waiting"),
+        (
+            "tool",
+            "$ psql -c 'select * from pg_locks'\nrelation orders  AccessExclusiveLock  vacuum",
+        ),
+        (
+            "assistant",
+            "Found it: a vacuum full on the orders table holds its lock until 03:10, so "
+            "the job moves to 03:30 and the vacuum to Sunday.",
+        ),
+    ]
+    for n in range(6):
+        lines += [
+            ("user", f"Check export shard {n}, it stalled in March too."),
+            (
+                "tool",
+                f"$ export-status shard-{n}\n" + f"nightly export shard {n}: stalled, ok\n" * 8,
+            ),
+            ("assistant", f"Shard {n} exports fine now; its one stall was a network blip."),
+        ]
+    lines += [("user", "Now the README, please."), ("assistant", "README tidied.")]
+    root = _agent(tmp_path, lines, "export")
+    asked = ["--budget", "500", "--query", "Why did the nightly warehouse export stall?"]
+    text = ccm(root, "context", "export", *asked).stdout
+    recalled = text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
+    assert "a vacuum full on the orders table holds its lock until 03:10" in recalled
