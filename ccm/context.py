@@ -56,16 +56,19 @@ from ccm.store import Store
 SHARES: dict[str, dict[str, float]] = {
     "casual": {
         "critical": 0.25,
-        "state": 0.15,
-        "specifics": 0.05,
+        "state": 0.10,
+        "specifics": 0.10,
         "manifest": 0.10,
-        "efforts": 0.1,
+        "efforts": 0.05,
         "tail": 1.0,
     },
     "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.05, "efforts": 0.02, "tail": 0.05},
     "summary": {"critical": 0.25, "state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
+# the specifics line's room at most: the tail, fitted before it is written, shows what
+# a larger budget leaves, and room it does not use is not given back to the tail
+SPECIFICS_CAP = 100
 CRITICAL_TITLE = "Critical (always honour)"
 JOIN_TOKENS = 2
 MIN_EXCHANGE_TOKENS = 20
@@ -487,7 +490,7 @@ def _assemble(
     # room for the specifics of the work (figures, names, identifiers said lately), in
     # the working state: which to name is known once the rest is chosen (those shown
     # are not named again)
-    specifics = min(int(total * shares.get("specifics", 0.0)), max(0, budget.left))
+    specifics = min(int(total * shares.get("specifics", 0.0)), SPECIFICS_CAP, max(0, budget.left))
     budget.take(specifics)
 
     # the tail is fitted first, within its share and the efforts' share, so that recall
