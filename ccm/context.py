@@ -52,7 +52,8 @@ from ccm.store import Store
 # shares of the budget per query type; what recall is given is all that the others leave
 # (for a casual message, which recalls nothing, the tail may take all of it). Critical
 # items are always all there, whole within their share, else by their rules alone
-# (`_critical_lines`): for a recall question, sooner
+# (`_critical_lines`): for a recall question, sooner. A manifest that gets no line gives
+# the budget line alone: a recall question's, whose room goes to what is recalled
 SHARES: dict[str, dict[str, float]] = {
     "casual": {
         "critical": 0.25,
@@ -62,7 +63,7 @@ SHARES: dict[str, dict[str, float]] = {
         "efforts": 0.05,
         "tail": 1.0,
     },
-    "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.05, "efforts": 0.02, "tail": 0.05},
+    "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.0, "efforts": 0.02, "tail": 0.05},
     "summary": {"critical": 0.25, "state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
@@ -483,7 +484,11 @@ def _assemble(
     allowance = min(MANIFEST_CAP, max(0, int(total * shares["manifest"])), budget.left)
     reserve = tokens.count_cached(f"Budget: {total} tokens, {total} left.") + 1
     budget.take(_fill(manifest, [(line, None) for line in lines], max(0, allowance - reserve)))
-    if manifest.lines:
+    header = tokens.count_cached(f"## {manifest.title}\n") + JOIN_TOKENS
+    if not manifest.lines and header + reserve <= budget.left:  # the budget line alone
+        manifest.tokens = header
+        budget.take(header)
+    if manifest.tokens:
         manifest.lines.append("")  # the budget line, written last
         budget.take(reserve)
 

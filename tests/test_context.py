@@ -1298,3 +1298,15 @@ def test_the_reading_that_closes_an_agent_exchange_is_recalled_with_its_best_tur
     text = ccm(root, "context", "export", *asked).stdout
     recalled = text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
     assert "a vacuum full on the orders table holds its lock until 03:10" in recalled
+
+
+def test_a_question_about_the_past_leaves_the_manifest_its_budget_line(root: Path) -> None:
+    """Recall answers a question about the past: its context's manifest is the budget
+    left alone, and the room the rest of the manifest took goes to what is recalled."""
+    store = Store(root)
+    asked = assemble(store, "ledger-sync", 1500, "What did we decide about the duplicate rows?")
+    manifest = next(b for b in asked.blocks if b.name == "manifest")
+    assert len(manifest.lines) == 1 and manifest.lines[0].startswith("Budget: 1500 tokens, ")
+    casual = assemble(store, "ledger-sync", 1500, None)
+    lines = next(b for b in casual.blocks if b.name == "manifest").lines
+    assert lines[0].startswith("Session ledger-sync: ") and lines[-1].startswith("Budget: ")
