@@ -277,7 +277,7 @@ def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 # a unit after a figure, which a figure is remembered with ("2 km", "45 cm", "430-490 g")
-_UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|h|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh)(?=[\s.,;:)]|$)"
+_UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|mins|minutes|h|hours|days|weeks|months|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh|A)(?=[\s.,;:)]|$)"
 _SPECIFIC = re.compile(
     r"(?<![\w/.-])(?:"
     r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
@@ -286,6 +286,7 @@ _SPECIFIC = re.compile(
     + _UNIT
     + r")?|"  # an identifier,
     # a path, a figure (with its unit: "430-490 g")
+    r"#\d+|"  # an issue or a pull request ("#148")
     r"[\u00a3$\u20ac]?[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit (a price)
     r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
     r")(?![\w/-])"

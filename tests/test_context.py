@@ -913,6 +913,17 @@ def test_the_working_state_names_the_specifics_the_context_does_not_show(tmp_pat
     assert "lunch" not in specifics
 
 
+def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
+    """A pull request or issue is named with its "#" ("#148", not "148"), and a figure
+    with its unit of time ("90 minutes", "48 hours"), as the conversation says them."""
+    from ccm.context import _specific_terms
+
+    found = _specific_terms("Merged PR #148 and #742 after 90 minutes; item#3 waits 48 hours.")
+    assert {"#148", "#742", "90 minutes", "48 hours"} <= found
+    assert "148" not in found and "item#3" not in found and "#3" not in found
+    assert not _specific_terms("# Notes\n## Plan")
+
+
 def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
     from ccm.context import Block, _Shown, _specifics
 
