@@ -282,7 +282,7 @@ _SPECIFIC = re.compile(
     r"(?<![\w/.-])(?:"
     r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December)\b|"  # a date
-    r"[\u00a3$\u20ac]?/?[^\W_]+(?:(?:[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:"
+    r"[\u00a3$\u20ac]?/?[^\W_]+(?:(?:::|[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:"
     + _UNIT
     + r")?|"  # an identifier,
     # a path, a figure (with its unit: "430-490 g")

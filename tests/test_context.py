@@ -914,12 +914,15 @@ def test_the_working_state_names_the_specifics_the_context_does_not_show(tmp_pat
 
 
 def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
-    """A pull request or issue is named with its "#" ("#148", not "148"), and a figure
-    with its unit of time ("90 minutes", "48 hours"), as the conversation says them."""
+    """A pull request or issue is named with its "#" ("#148", not "148"), a figure with
+    its unit of time ("90 minutes", "48 hours") and a path of names with its "::", as the
+    conversation says them."""
     from ccm.context import _specific_terms
 
-    found = _specific_terms("Merged PR #148 and #742 after 90 minutes; item#3 waits 48 hours.")
-    assert {"#148", "#742", "90 minutes", "48 hours"} <= found
+    found = _specific_terms(
+        "Merged PR #148 and #742 after 90 minutes; item#3 waits 48 hours on Net::ReadTimeout."
+    )
+    assert {"#148", "#742", "90 minutes", "48 hours", "Net::ReadTimeout"} <= found
     assert "148" not in found and "item#3" not in found and "#3" not in found
     assert not _specific_terms("# Notes\n## Plan")
 
