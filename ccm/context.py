@@ -63,7 +63,7 @@ SHARES: dict[str, dict[str, float]] = {
         "efforts": 0.05,
         "tail": 1.0,
     },
-    "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.0, "efforts": 0.02, "tail": 0.05},
+    "recall": {"critical": 0.15, "state": 0.0, "manifest": 0.0, "efforts": 0.0, "tail": 0.03},
     "summary": {"critical": 0.25, "state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500

@@ -1316,11 +1316,15 @@ def test_the_reading_that_closes_an_agent_exchange_is_recalled_with_its_best_tur
 
 def test_a_question_about_the_past_leaves_the_manifest_its_budget_line(root: Path) -> None:
     """Recall answers a question about the past: its context's manifest is the budget
-    left alone, and the room the rest of the manifest took goes to what is recalled."""
+    left alone, and the room the rest of the manifest and the efforts took goes to what
+    is recalled."""
     store = Store(root)
     asked = assemble(store, "ledger-sync", 1500, "What did we decide about the duplicate rows?")
     manifest = next(b for b in asked.blocks if b.name == "manifest")
     assert len(manifest.lines) == 1 and manifest.lines[0].startswith("Budget: 1500 tokens, ")
+    larger = assemble(store, "ledger-sync", 6000, "What did we decide about the duplicate rows?")
+    assert "efforts" not in {b.name for b in larger.blocks}
     casual = assemble(store, "ledger-sync", 1500, None)
     lines = next(b for b in casual.blocks if b.name == "manifest").lines
     assert lines[0].startswith("Session ledger-sync: ") and lines[-1].startswith("Budget: ")
+    assert "efforts" in {b.name for b in assemble(store, "ledger-sync", 6000, None).blocks}
