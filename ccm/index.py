@@ -515,6 +515,9 @@ class Index:
         # per session: how far its log was indexed, and then its tool turns and their
         # exchanges (see `_tool_turns`)
         self._tools: dict[str, tuple[int, tuple[np.ndarray, np.ndarray] | None]] = {}
+        # per session: how far its log was indexed, and the exchange of each turn (its
+        # first turn; -1 where no unit holds the turn), by turn (see `_exchange_of`)
+        self._exchange_kept: dict[str, tuple[int, np.ndarray]] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -589,6 +592,7 @@ class Index:
         self._seen.clear()
         self._vectors.clear()
         self._tools.clear()
+        self._exchange_kept.clear()
 
     @property
     def postings(self) -> lexical.Postings:
@@ -687,6 +691,7 @@ class Index:
         """Remove all the index holds of `session` (inside a write transaction)."""
         self._seen.pop(session, None)
         self._tools.pop(session, None)
+        self._exchange_kept.pop(session, None)
         self.db.execute("DELETE FROM units WHERE session=?", (session,))
         self.db.execute("DELETE FROM progress WHERE session=?", (session,))
         self.db.execute("DELETE FROM speakers WHERE session=?", (session,))
@@ -1299,9 +1304,11 @@ class Index:
         when = dates.window(query)
         # turn -> (exchange, speaker, time): of every turn when who or when matters, else
         # only of those whose exchange the BM25 hits did not already give
-        facts = self._turn_facts(
-            session, base if names or when else (t for t in base if t not in starts)
-        )
+        if names or when:
+            facts = self._turn_facts(session, base)
+        else:  # only the exchanges, of those the BM25 hits did not already give
+            facts = {}
+            starts.update(self._exchange_of(session, [t for t in base if t not in starts]))
         if names or when:
             boost = SPEAKER_BOOST_BY_MEANING if self.semantic else SPEAKER_BOOST
             place = {turn: at for at, turn in enumerate(base)}
@@ -1382,6 +1389,31 @@ class Index:
                 found = (np.concatenate([known[0], found[0]]), np.union1d(known[1], found[1]))
         self._tools[session] = (last, found)
         return found
+
+    def _exchange_of(self, session: str, turns: list[int]) -> dict[int, int]:
+        """The first turn of the exchange of each of `turns` that a unit holds. Read once,
+        then only for the turns indexed since (as `_tool_turns`: a turn keeps its number
+        and its exchange)."""
+        last = self.postings.last_turn(session)
+        kept = self._exchange_kept.get(session)
+        if kept is None or kept[0] != last:
+            since, known = kept if kept is not None and kept[0] < last else (0, None)
+            pairs = np.full(last + 1, -1, dtype=np.int64)
+            if known is not None:
+                pairs[: len(known)] = known
+            for turn, pair in self.db.execute(
+                "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
+                "AND first_turn > ?",
+                (session, since),
+            ):
+                pairs[turn] = pair
+            kept = (last, pairs)
+            self._exchange_kept[session] = kept
+        pairs = kept[1]
+        wanted = np.array([t for t in turns if 0 <= t < len(pairs)], dtype=np.int64)
+        found = pairs[wanted]
+        held = found >= 0
+        return dict(zip(wanted[held].tolist(), found[held].tolist(), strict=True))
 
     def has_tool_exchanges(self, session: str) -> bool:
         """Whether a tool ran in an exchange of `session`."""

@@ -1172,6 +1172,38 @@ def test_an_open_index_sees_tool_turns_another_writer_added_to_the_last_exchange
         assert found is not None and found[0].tolist() == [3] and found[1].tolist() == [1]
 
 
+def test_an_open_index_knows_the_exchange_of_turns_another_writer_added(
+    tmp_path: Path,
+) -> None:
+    """Recall reads the exchange of each turn it scores from what it kept of the index,
+    then only the turns indexed since, by this index or another writer: the same as the
+    units say, for the turns before and after (a turn no unit holds has none)."""
+    from ccm.index import Index
+
+    said = [("user", "Why does the build fail?"), ("assistant", "Reading the log.")]
+    said += [("user", "And the tests?"), ("assistant", "Running them.")]
+    root = _agent(tmp_path, said, "build")
+    store = Store(root)
+    with Index(store) as held:
+        held.update("build")
+        assert held._exchange_of("build", [0, 1, 2, 3, 4, 5, 99]) == {1: 1, 2: 1, 3: 3, 4: 3}
+        source = tmp_path / "build.jsonl"
+        more = [
+            {"role": "tool", "content": "$ make test\n2 failed", "ts": 1_767_000_200},
+            {"role": "assistant", "content": "Two tests fail.", "ts": 1_767_000_260},
+            {"role": "user", "content": "Fix them.", "ts": 1_767_000_320},
+        ]
+        more[0]["tool"] = {"name": "Bash"}
+        source.write_text(source.read_text() + "".join(json.dumps(m) + "\n" for m in more))
+        assert ccm(root, "ingest", str(source)).exit_code == 0
+        with Index(store) as other:
+            other.update("build")
+        found = held._exchange_of("build", list(range(1, 9)))
+        units = held._turn_facts("build", range(1, 9))
+        assert found == {turn: fact[0] for turn, fact in units.items()}
+        assert found == {1: 1, 2: 1, 3: 3, 4: 3, 5: 3, 6: 3, 7: 7}
+
+
 def test_an_open_index_reads_only_the_tool_turns_indexed_since_and_holds_them_all(
     tmp_path: Path,
 ) -> None:
