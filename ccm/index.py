@@ -518,6 +518,7 @@ class Index:
         # per session: how far its log was indexed, and the exchange of each turn (its
         # first turn; -1 where no unit holds the turn), by turn (see `_exchange_of`)
         self._exchange_kept: dict[str, tuple[int, np.ndarray]] = {}
+        self._asked: set[str] = set()  # the sessions recalled from once
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -1391,22 +1392,30 @@ class Index:
         return found
 
     def _exchange_of(self, session: str, turns: list[int]) -> dict[int, int]:
-        """The first turn of the exchange of each of `turns` that a unit holds. Read once,
-        then only for the turns indexed since (as `_tool_turns`: a turn keeps its number
-        and its exchange)."""
+        """The first turn of the exchange of each of `turns` that a unit holds: at the
+        first recall of `session`, read for those turns; from the second, kept for every
+        turn, then read only for the turns indexed since (as `_tool_turns`: a turn keeps
+        its number and its exchange)."""
         last = self.postings.last_turn(session)
         kept = self._exchange_kept.get(session)
+        if kept is None and session not in self._asked:
+            # a process that answers one question (a hook's, a command's) reads only
+            # the turns it asks about; from its second on, the index keeps them all
+            self._asked.add(session)
+            return {turn: fact[0] for turn, fact in self._turn_facts(session, turns).items()}
         if kept is None or kept[0] != last:
             since, known = kept if kept is not None and kept[0] < last else (0, None)
-            pairs = np.full(last + 1, -1, dtype=np.int64)
+            pairs = np.full(last + 1, -1, dtype=np.int32)  # 4 MB a million turns
             if known is not None:
                 pairs[: len(known)] = known
-            for turn, pair in self.db.execute(
+            rows = self.db.execute(
                 "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
                 "AND first_turn > ?",
                 (session, since),
-            ):
-                pairs[turn] = pair
+            ).fetchall()
+            if rows:
+                array = np.array(rows, dtype=np.int64)
+                pairs[array[:, 0]] = array[:, 1]
             kept = (last, pairs)
             self._exchange_kept[session] = kept
         pairs = kept[1]

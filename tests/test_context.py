@@ -1175,9 +1175,10 @@ def test_an_open_index_sees_tool_turns_another_writer_added_to_the_last_exchange
 def test_an_open_index_knows_the_exchange_of_turns_another_writer_added(
     tmp_path: Path,
 ) -> None:
-    """Recall reads the exchange of each turn it scores from what it kept of the index,
-    then only the turns indexed since, by this index or another writer: the same as the
-    units say, for the turns before and after (a turn no unit holds has none)."""
+    """From its second question on, recall reads the exchange of each turn it scores from
+    what it kept of the index, then only the turns indexed since, by this index or
+    another writer: the same as the units say, for the turns before and after (a turn no
+    unit holds has none)."""
     from ccm.index import Index
 
     said = [("user", "Why does the build fail?"), ("assistant", "Reading the log.")]
@@ -1186,7 +1187,9 @@ def test_an_open_index_knows_the_exchange_of_turns_another_writer_added(
     store = Store(root)
     with Index(store) as held:
         held.update("build")
-        assert held._exchange_of("build", [0, 1, 2, 3, 4, 5, 99]) == {1: 1, 2: 1, 3: 3, 4: 3}
+        for _ in range(2):  # read for the turns asked, then kept for all
+            assert held._exchange_of("build", [0, 1, 2, 3, 4, 5, 99]) == {1: 1, 2: 1, 3: 3, 4: 3}
+        assert "build" in held._exchange_kept
         source = tmp_path / "build.jsonl"
         more = [
             {"role": "tool", "content": "$ make test\n2 failed", "ts": 1_767_000_200},
