@@ -1303,14 +1303,13 @@ class Index:
         inside, share = topics.of(turns)
         values[inside] += share[inside]
         when = dates.window(query)
-        # turn -> (exchange, speaker, time): of every turn when who or when matters, else
-        # only of those whose exchange the BM25 hits did not already give
-        if names or when:
-            facts = self._turn_facts(session, base)
-        else:  # only the exchanges, of those the BM25 hits did not already give
-            facts = {}
+        # the exchange of each turn the BM25 hits did not give; when who or when matters,
+        # with who said each turn and when
+        if not (names or when):
             starts.update(self._exchange_of(session, [t for t in base if t not in starts]))
-        if names or when:
+        else:
+            facts = self._turn_facts(session, base)
+            starts.update((turn, fact[0]) for turn, fact in facts.items())
             boost = SPEAKER_BOOST_BY_MEANING if self.semantic else SPEAKER_BOOST
             place = {turn: at for at, turn in enumerate(base)}
             for turn, (_, name, ts) in facts.items():
@@ -1320,7 +1319,6 @@ class Index:
                 if when and when[0] <= ts <= when[1]:
                     values[place[turn]] *= 1 + DATE_BOOST
                     why[turn].append(f"said on {ts[:10]}")
-        starts.update((turn, fact[0]) for turn, fact in facts.items())
         # the exchanges in which tools ran (an agent's) are ranked and shown turn by turn
         members: list[np.ndarray] | None = None
         tools = first = None
@@ -1408,10 +1406,10 @@ class Index:
             pairs = np.full(last + 1, -1, dtype=np.int32)  # 4 MB a million turns
             if known is not None:
                 pairs[: len(known)] = known
-            rows = self.db.execute(
+            rows = self.db.execute(  # (to `last`: another writer may have gone on)
                 "SELECT first_turn, pair FROM units WHERE session=? AND kind='turn' "
-                "AND first_turn > ?",
-                (session, since),
+                "AND first_turn > ? AND first_turn <= ?",
+                (session, since, last),
             ).fetchall()
             if rows:
                 array = np.array(rows, dtype=np.int64)
