@@ -516,9 +516,9 @@ class Index:
         # exchanges (see `_tool_turns`)
         self._tools: dict[str, tuple[int, tuple[np.ndarray, np.ndarray] | None]] = {}
         # per session: how far its log was indexed, and the exchange of each turn (its
-        # first turn; -1 where no unit holds the turn), by turn (see `_exchange_of`)
-        self._exchange_kept: dict[str, tuple[int, np.ndarray]] = {}
-        self._asked: set[str] = set()  # the sessions recalled from once
+        # first turn; -1 where no unit holds the turn), by turn; None once recalled from
+        # with nothing kept yet (see `_exchange_of`)
+        self._exchange_kept: dict[str, tuple[int, np.ndarray] | None] = {}
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -1394,13 +1394,13 @@ class Index:
         first recall of `session`, read for those turns; from the second, kept for every
         turn, then read only for the turns indexed since (as `_tool_turns`: a turn keeps
         its number and its exchange)."""
-        last = self.postings.last_turn(session)
-        kept = self._exchange_kept.get(session)
-        if kept is None and session not in self._asked:
+        if session not in self._exchange_kept:
             # a process that answers one question (a hook's, a command's) reads only
             # the turns it asks about; from its second on, the index keeps them all
-            self._asked.add(session)
+            self._exchange_kept[session] = None
             return {turn: fact[0] for turn, fact in self._turn_facts(session, turns).items()}
+        kept = self._exchange_kept[session]
+        last = self.postings.last_turn(session)
         if kept is None or kept[0] != last:
             since, known = kept if kept is not None and kept[0] < last else (0, None)
             pairs = np.full(last + 1, -1, dtype=np.int32)  # 4 MB a million turns

@@ -1190,6 +1190,7 @@ def test_an_open_index_knows_the_exchange_of_turns_another_writer_added(
         for _ in range(2):  # read for the turns asked, then kept for all
             assert held._exchange_of("build", [0, 1, 2, 3, 4, 5, 99]) == {1: 1, 2: 1, 3: 3, 4: 3}
         assert "build" in held._exchange_kept
+        assert held._exchange_kept["build"] is not None  # every turn's, kept
         source = tmp_path / "build.jsonl"
         more = [
             {"role": "tool", "content": "$ make test\n2 failed", "ts": 1_767_000_200},
