@@ -481,10 +481,11 @@ def _assemble(
         )
 
     manifest = Block("manifest", "Memory manifest")
-    lines = _manifest_lines(tiers.manifest, tiers.working, tiers.open)
     allowance = min(MANIFEST_CAP, max(0, int(total * shares["manifest"])), budget.left)
     reserve = tokens.count_cached(f"Budget: {total} tokens, {total} left.") + 1
-    budget.take(_fill(manifest, [(line, None) for line in lines], max(0, allowance - reserve)))
+    if allowance > reserve:  # (a recall question's manifest is its budget line)
+        lines = _manifest_lines(tiers.manifest, tiers.working, tiers.open)
+        budget.take(_fill(manifest, [(line, None) for line in lines], allowance - reserve))
     header = tokens.count_cached(f"## {manifest.title}\n") + JOIN_TOKENS
     if not manifest.lines and header + reserve <= budget.left:  # the budget line alone
         manifest.tokens = header
@@ -518,8 +519,9 @@ def _assemble(
         chosen, tail_first = [], shown_from
 
     efforts = Block("efforts", "Active efforts")
-    effort_lines = _effort_lines(tiers, index, session, tail_first)
-    budget.take(_fill(efforts, effort_lines, min(budget.left, efforts_share)))
+    room = min(budget.left, efforts_share)
+    if room > 0:  # (none for a recall question: its effort lines are not read)
+        budget.take(_fill(efforts, _effort_lines(tiers, index, session, tail_first), room))
 
     recall = Block("recall", "Recalled from memory")
     if kind != "casual" and query:
