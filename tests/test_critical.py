@@ -160,6 +160,11 @@ RULES = [
     "the bot doesn't merge its own PRs, ever.",
     # a standing choice changed, the new one after a colon
     "changed my mind: the invoices go out on the first of the month, one batch.",
+    # when a rule holds, said first; nobody doing a thing of two words; "nobody" after a comma
+    "when you touch the billing tables: don't run anything without a WHERE clause.",
+    "and when a deploy fails, the rollback goes through the pipeline, always.",
+    "no one hot fixes the app servers by hand, it all goes through the release.",
+    "the ledger is append-only, nobody edits anything in it once it's written.",
 ]
 NOT_RULES = [
     # "ever" after a past or a question: no rule
@@ -255,6 +260,12 @@ NOT_RULES = [
     "one more thing: Sara wants a summary of the outage for the weekly meeting.",
     "one more thing: draft a short note for the change log, numbers included.",
     "I remember the old server was slow as anything.",
+    # a question that asks when or where, with no question mark
+    "when does the shop close on Sundays",
+    "and where do the backups go after the rotation",
+    "when is the new lease supposed to start",
+    "nobody really understands the billing code, it's old.",
+    "the cron ran at six, nobody noticed anything.",
 ]
 
 
@@ -284,6 +295,19 @@ def test_the_item_is_the_whole_statement_with_its_reason() -> None:
     assert [statement for _, statement in found] == [
         "one thing though: no print() in the library. it ends up in the customer's logs "
         "and support has to dig through it. scripts are fine."
+    ]
+
+
+def test_list_items_after_things_to_know_before_starting_are_rules_as_written() -> None:
+    text = (
+        "the repo is in ~/src/atlas. a couple of things before you dig in:\n"
+        "- the public API stays on version 2\n"
+        "- generated clients live in gen/ and come from the spec\n"
+    )
+    found = [statement for _, statement in detect("user", text)]
+    assert found == [
+        "the public API stays on version 2",
+        "generated clients live in gen/ and come from the spec",
     ]
 
 

@@ -94,10 +94,12 @@ def _cue(
 
 # nobody doing something, said as the way things are ("nobody git pulls on those boxes"),
 # not what nobody knew or did
-_NOBODY_DOES = (
-    r"(?:nobody|no one|no-one) (?!(?:knows|cares|noticed|saw|said|told|asked|remembers|else|"
-    r"has|had|was|is|wants|likes|uses|reads)\b)[a-z]+s\b"
+# "nobody deploys by hand", "no one git pulls on those boxes" (a verb of two words)
+_NOT_DONE = (
+    r"(?!(?:knows|cares|noticed|saw|said|told|asked|remembers|else|has|had|was|is|wants|"
+    r"likes|uses|reads|really|seems|thinks|believes|understands|gets it)\b)"
 )
+_NOBODY_DOES = rf"(?:nobody|no one|no-one) (?:{_NOT_DONE}[a-z]+ )?{_NOT_DONE}[a-z]+s\b"
 _NOT_NEVER = (
     r"(?! (?:\w+ed|told|said|went|did|had|got|been|forget|made|saw|knew|thought|heard|came|"
     r"took|gave|found|felt|left|ran|wrote|the|a|an|same|so|like|there|here|mind|\w+s)\b)"
@@ -442,8 +444,8 @@ CUES: tuple[Cue, ...] = (
         rf"^(?:\W*(?:and|so|also)\W+)?{_NOBODY_DOES}|"
         # ... or after a comma, bounded: "Guests arrive between 3 and 7, and nobody checks
         # in after 7"
-        rf",\s*(?:and|but|so)\s+{_NOBODY_DOES}[^.;]{{0,40}}\b(?:after|before|without|until|"
-        r"past|unless)\b|"
+        rf",\s*(?:(?:and|but|so)\s+)?{_NOBODY_DOES}[^.;]{{0,40}}\b(?:after|before|without|until|"
+        r"past|unless|anything|ever)\b|"
         r"\bno [\w -]{2,30}, no [\w -]{2,30}, not (?:in|on|at|even)\b|"
         # none of a thing let through: "and this time NONE of it goes on a credit card"
         r"\bnone of (?:it|this|that|them|those) (?:goes|gets|is|are) (?!\w+ed\b)",
@@ -783,7 +785,10 @@ QUESTION = re.compile(
     r"was|were|have|has|what|why|"
     r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|"
     r"which(?! (?:means|is why)\b)|who|"
-    r"where|when|any idea|i wonder)\b"
+    # "when/where" asks, unless a clause says when a rule holds: "when you benchmark:
+    # -count=10, always", "when a release goes bad, roll back"
+    r"(?:where|when)(?! (?:i|you|we|they|he|she|a|an|the|my|our|your|their|his|her|"
+    r"this|that|anyone|someone|somebody|anything|something)\b)|any idea|i wonder)\b"
 )
 HEDGE = re.compile(
     r"\b(?:maybe|perhaps|probably|possibly|i think(?! of (?:it|that|this)\b)|i guess|i bet|"
@@ -946,7 +951,8 @@ _RULES_HEADING = re.compile(
     # how a person says what the list under it is: the way things are done there
     r"\bhow (?:things|we|it) (?:work|works|do things|run)\b|\bbefore you (?:start|touch|"
     r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b|"
-    r"\b(?:a )?(?:couple|few) (?:of )?things before you (?:start|begin|dive in)\b)"
+    r"\b(?:a )?(?:couple|few) (?:of )?things (?:before you (?:start|begin|get going|"
+    r"(?:dive|dig|jump|get) (?:in|into it|started))|to know)\b)"
     r"[^:\n]{0,40}:\s*$"
 )
 _CODE_LINE = re.compile(
