@@ -841,3 +841,47 @@ def test_an_agents_report_of_a_fix_is_written_down_while_its_segment_stays_open(
     fields = artifact_of(root, "export/seg_1")
     assert fields["type"] == "resolution"
     assert broken_links(root) == []
+
+
+# written for this test: a fix confirmed in the user's own words, after the agent's
+# reading of the run that proves it (a tool's output between)
+FLAKY_FIX = turns(
+    (
+        "user",
+        "the checkout e2e test fails about one run in five on CI, never locally. find out why",
+        "2026-05-04T09:00:00Z",
+    ),
+    (
+        "assistant",
+        "Two Playwright workers share the seeded basket: each test empties it in its teardown, "
+        "so a slow worker sees the other's empty basket. I gave every worker its own basket "
+        "fixture keyed by the worker index.",
+        "2026-05-04T09:20:00Z",
+    ),
+    ("tool", "$ npx playwright test --repeat-each 20\n40 passed (3.1m)", "2026-05-04T09:24:00Z"),
+    (
+        "assistant",
+        "Forty runs over two workers, all green: the per-worker basket fixture holds.",
+        "2026-05-04T09:25:00Z",
+    ),
+    (
+        "user",
+        "twenty repeats and zero failures on my side as well. that's the checkout flake fixed",
+        "2026-05-04T09:40:00Z",
+    ),
+)
+
+
+def test_a_fix_confirmed_in_the_users_words_is_noted_with_the_answer_it_follows(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    ingest(root, tmp_path, "flaky", FLAKY_FIX)
+    consolidate_json(root)
+    [path] = [p for p in (root / "artifacts").rglob("*.md") if "flaky/" in p.read_text()]
+    body = path.read_text().split("\n# ", 1)[1]
+    lead = body.split("\n\n")[1]  # the paragraph under the title
+    assert "twenty repeats and zero failures" in lead
+    assert "per-worker basket fixture holds." in lead  # what the fix was, from the answer
+    evidence = body.split("## Evidence", 1)[1]
+    assert evidence.index("Turn 4 · assistant") < evidence.index("Turn 5 · user")

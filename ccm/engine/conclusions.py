@@ -1250,6 +1250,11 @@ def _laid_out(before: Sequence[tuple[str, str]]) -> str | None:
 def lead(text: str, limit: int = 2) -> str:
     """What a proposal or finding says: its first sentences that state something (a
     heading, a question or a line of code is skipped), markdown removed."""
+    return " ".join(lead_sentences(text, limit))
+
+
+def lead_sentences(text: str, limit: int = 2) -> list[str]:
+    """The sentences of `lead`."""
     chosen: list[str] = []
     for sentence in sentences(text[:LONG_ANSWER]):
         if sentence.startswith(("```", "$ ", "|", "[tool_use]")) or sentence.endswith("?"):
@@ -1260,7 +1265,7 @@ def lead(text: str, limit: int = 2) -> str:
         chosen.append(cleaned)
         if len(chosen) >= limit:
             break
-    return " ".join(chosen)
+    return chosen
 
 
 def clip(text: str, limit: int = STATEMENT_CHARS) -> str:

@@ -29,13 +29,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from ccm.engine.conclusions import CUE_WORDS, plain
+from ccm.engine.conclusions import CUE_WORDS, lead_sentences, plain
 from ccm.engine.text import terms
 from ccm.sleep import notes
 from ccm.sleep.graph import Conflict, Edge, Node, fingerprint, time_order
 from ccm.sleep.ladder import layer
 
 QUOTE_CHARS = 2000  # longest verbatim quote kept in an artifact
+FOLLOWS_BACK = 5  # turns back in which a user's conclusion finds the answer it follows
+OWN_CHARS = 60  # of a statement, found in its turn: the statement is the turn's own words
 RELATED_MAX = 40  # related notes listed in a body (the frontmatter keeps every link)
 SLUG_WORDS = 7
 SLUG_CHARS = 60
@@ -59,6 +61,7 @@ class SegmentRecord(TypedDict):
     conclusion: dict[str, Any] | None
     ts: str  # when its conclusion was said ("" without one)
     evidence: list[Evidence]
+    follows: str  # what the answer a user's conclusion follows says ("" if none: `_follows`)
 
 
 class SessionRecord(TypedDict, total=False):
@@ -85,13 +88,40 @@ def _quoted(conclusion: dict[str, Any]) -> list[int]:
 
 
 def evidence_turns(manifest: dict[str, Any]) -> set[int]:
-    """The turns the artifacts of a session quote (see `_quoted`)."""
-    return {
-        turn
-        for segment in manifest.get("segments", [])
-        if segment.get("conclusion")
-        for turn in _quoted(segment["conclusion"])
-    }
+    """The turns the artifacts of a session may quote (see `_quoted`), with those in
+    which the answer each conclusion follows may be (see `_follows`)."""
+    wanted: set[int] = set()
+    for segment in manifest.get("segments", []):
+        if segment.get("conclusion"):
+            turn = int(segment["conclusion"]["turn"])
+            wanted.update(_quoted(segment["conclusion"]))
+            wanted.update(range(max(1, turn - FOLLOWS_BACK), turn))
+    return wanted
+
+
+def _follows(conclusion: dict[str, Any], turns: dict[int, dict[str, Any]]) -> int | None:
+    """The assistant turn a conclusion said in a user's own words follows (the nearest
+    within `FOLLOWS_BACK`, tool output between), or None: "22h with zero restarts,
+    I'm calling the OOM thing closed" says that a fix held, the answer before it what
+    the fix was. A statement that already leads with what it accepts (not the user's
+    own words) has none."""
+    turn = int(conclusion["turn"])
+    said = turns.get(turn)
+    if said is None or said["role"] != "user":
+        return None
+    statement = " ".join(str(conclusion["text"]).rstrip("\u2026").split())[:OWN_CHARS]
+    content = str(said["content"])
+    if statement not in " ".join(plain(content).split()) and statement not in " ".join(
+        content.split()
+    ):
+        return None
+    for number in range(turn - 1, max(0, turn - FOLLOWS_BACK - 1), -1):
+        before = turns.get(number)
+        if before is None or before["role"] == "user":
+            return None
+        if before["role"] == "assistant":
+            return number
+    return None
 
 
 def session_record(
@@ -110,10 +140,18 @@ def session_record(
         conclusion = segment.get("conclusion")
         evidence: list[Evidence] = []
         ts = ""
+        follows = ""
         if conclusion:
             said = turns.get(int(conclusion["turn"]))
             ts = str(said["ts"]) if said else (last_ts or "")
-            for number in _quoted(conclusion):
+            followed = _follows(conclusion, turns)
+            if followed is not None:
+                follows = " ".join(  # list items read as sentences
+                    s if s.endswith((".", "!", ":", ";")) else s + "."
+                    for s in lead_sentences(str(turns[followed]["content"]))
+                )
+            quoted = _quoted(conclusion)
+            for number in ([followed] if followed and followed not in quoted else []) + quoted:
                 turn = turns.get(number)
                 if turn is None:
                     continue
@@ -143,6 +181,7 @@ def session_record(
                 "conclusion": dict(conclusion) if conclusion else None,
                 "ts": ts,
                 "evidence": evidence,
+                "follows": follows,
             }
         )
     return {
@@ -471,9 +510,12 @@ def artifact_note(
         ],
     }
     session_link = notes.wikilink(session_path(node.session), node.session)
-    # the lead paragraph: what was concluded, then what the segment was about
+    # the lead paragraph: what was concluded, what the answer it follows says, then
+    # what the segment was about
     context = _context(record["summary"], node.text)
     lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text)]
+    if record.get("follows"):
+        lines.append(notes.inline(record["follows"]))
     lines += [notes.inline(context), ""] if context else [""]
     lines.append(
         f"*{node.kind} · {status} · confidence {graph.score(node_id):.2f} "

@@ -35,7 +35,7 @@ from ccm.store import (
 log = logging.getLogger(__name__)
 
 STATE_NAME = "sleep.state"
-STATE_FORMAT = f"4-marshal-{sys.version_info[0]}.{sys.version_info[1]}"  # raise 4 when notes
+STATE_FORMAT = f"5-marshal-{sys.version_info[0]}.{sys.version_info[1]}"  # raise 5 when notes
 # render differently; marshal's format changes with Python's version
 _ID_LINE = re.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
 
