@@ -165,6 +165,7 @@ RULES = [
     "and when a deploy fails, the rollback goes through the pipeline, always.",
     "no one hot fixes the app servers by hand, it all goes through the release.",
     "the ledger is append-only, nobody edits anything in it once it's written.",
+    "and that part is not up for discussion: the invoices stay in euros.",
 ]
 NOT_RULES = [
     # "ever" after a past or a question: no rule
@@ -296,6 +297,18 @@ def test_the_item_is_the_whole_statement_with_its_reason() -> None:
         "one thing though: no print() in the library. it ends up in the customer's logs "
         "and support has to dig through it. scripts are fine."
     ]
+
+
+def test_rules_announced_as_things_not_up_for_debate_are_one_statement() -> None:
+    text = (
+        "ok, before you start, three things that aren't up for debate. the public API stays "
+        "backwards compatible. release notes are written by hand. the staging data comes from "
+        "the nightly snapshot. have fun with it"
+    )
+    [statement] = [statement for _, statement in detect("user", text)]
+    assert "the public API stays backwards compatible." in statement
+    assert "release notes are written by hand." in statement
+    assert "the staging data comes from the nightly snapshot." in statement
 
 
 def test_list_items_after_things_to_know_before_starting_are_rules_as_written() -> None:

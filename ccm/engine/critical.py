@@ -140,8 +140,9 @@ CUES: tuple[Cue, ...] = (
     ),
     _cue(
         "flag",
-        "negotiable non-negotiable nonnegotiable",
-        r"\bnon[- ]?negotiable|\bnot negotiable",
+        "negotiable non-negotiable nonnegotiable discussion debate negotiation",
+        r"\bnon[- ]?negotiable|\bnot negotiable|"
+        r"\b(?:not|isn'?t|aren'?t) up for (?:discussion|debate|negotiation)\b",
     ),
     _cue("flag", "exception exceptions", r"\bno exceptions?\b"),
     # said as the last word on it: "between 21:00 and 05:00, full stop", "not a penny over"
@@ -1079,9 +1080,11 @@ def _another_rule(parts: list[str], rules: list[int], window: list[int], index: 
     return bool(colon) and len(terms(stated)) >= 3
 
 
-# a rule announced as one, its words to follow: "rule from now on: ...", "new rule: ..."
+# a rule announced as one, its words to follow: "rule from now on: ...", "new rule: ...",
+# "two things that aren't up for debate."
 RULE_SAID = re.compile(
-    r"\b(?:new |house |hard |golden )?rules?(?: from now on| for [\w -]{1,20})?:\s"
+    r"\b(?:new |house |hard |golden )?rules?(?: from now on| for [\w -]{1,20})?:\s|"
+    r"\b(?:two|three|four|a few|a couple of|couple of) (?:things|rules)\b(?! (?:about|to)\b)"
 )
 
 
