@@ -399,6 +399,22 @@ def test_a_rule_retracted_by_name_is_replaced_by_what_comes_instead() -> None:
     assert not any(text.startswith("and put the order number first") for text in live)
 
 
+def test_a_change_to_one_rule_of_a_paragraph_leaves_its_other_rules_standing() -> None:
+    """One paragraph, two rules; a later turn changes one of them: the other stands,
+    said at its turn. (Written for this test.)"""
+    state = _user_says(
+        "the ledger tables are append-only, nobody updates anything in them. and report "
+        "every amount in euros please",
+        "ok look at last month first",
+        "from now on give me every amount in pounds, not euros.",
+    )
+    live = [(c["turn"], c["text"]) for c in state["critical"] if not c.get("superseded_by")]
+    assert (1, "the ledger tables are append-only, nobody updates anything in them.") in live
+    assert (3, "from now on give me every amount in pounds, not euros.") in live
+    assert not any("in euros please" in text for _, text in live)
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

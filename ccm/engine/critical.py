@@ -1322,6 +1322,18 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
     return bool(bound) and bool(_DIGIT.search(later)) and bool(_DIGIT.search(earlier))
 
 
+def left_standing(earlier: str, later: str) -> str:
+    """What of the item `earlier` the rule `later` that replaces it leaves standing: its
+    sentences that share no term with `later`, when one of them is a rule ("no exec.
+    RAW is append-only, nobody deletes anything in it. and all times in UTC please",
+    then "from now on give me times in Oslo time": the first two stand); else ""."""
+    changed = subject(later)
+    kept = [part for part in sentences(earlier) if changed.isdisjoint(terms(part))]
+    if not any(rule_score(part)[0] >= THRESHOLD for part in kept):
+        return ""
+    return " ".join(kept)
+
+
 _BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
 _DIGIT = re.compile(r"\d")
 

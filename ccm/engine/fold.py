@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 75
+STATE_VERSION = 76
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -839,6 +839,16 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         state["critical_rev"] += 1
         state["critical_replaced"].append([replaced["turn"], turn, replaced["text"]])
         del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+        # the rules of the replaced item that this one does not touch stand, said when
+        # they were said
+        standing = critical.left_standing(replaced["text"], text)
+        if standing:
+            state["critical_keys"][" ".join(standing.lower().split())] = replaced["turn"]
+            _append_critical(state, replaced["turn"], replaced["kind"], standing)
+    _append_critical(state, turn, kind, text)
+
+
+def _append_critical(state: State, turn: int, kind: str, text: str) -> None:
     state["critical"].append(
         {
             "id": f"crit_{len(state['critical']) + 1}",
