@@ -885,3 +885,34 @@ def test_a_fix_confirmed_in_the_users_words_is_noted_with_the_answer_it_follows(
     assert "per-worker basket fixture holds." in lead  # what the fix was, from the answer
     evidence = body.split("## Evidence", 1)[1]
     assert evidence.index("Turn 4 · assistant") < evidence.index("Turn 5 · user")
+
+
+# written for this test: a proposal of four sentences, accepted in two words
+PROPOSAL_ACCEPTED = turns(
+    (
+        "user",
+        "the nightly export keeps timing out, what are our options for the partner feed",
+        "2026-05-06T08:00:00Z",
+    ),
+    (
+        "assistant",
+        "Split the export by region and run the four parts in parallel. Each part stays under "
+        "ten minutes on last week's volume. The partner reads the files by prefix, so nothing "
+        "changes on their side. The old single file goes away after a two-week overlap.",
+        "2026-05-06T08:05:00Z",
+    ),
+    ("user", "ok, go with that", "2026-05-06T08:10:00Z"),
+)
+
+
+def test_an_accepted_proposal_is_noted_with_the_rest_of_what_was_accepted(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    ingest(root, tmp_path, "feed", PROPOSAL_ACCEPTED)
+    consolidate_json(root)
+    [path] = [p for p in (root / "artifacts").rglob("*.md") if "feed/" in p.read_text()]
+    lead = path.read_text().split("\n# ", 1)[1].split("\n\n")[1]
+    assert lead.startswith("Split the export by region")
+    assert "The partner reads the files by prefix, so nothing changes on their side." in lead
+    assert "The old single file goes away after a two-week overlap." in lead

@@ -38,6 +38,7 @@ from ccm.sleep.ladder import layer
 QUOTE_CHARS = 2000  # longest verbatim quote kept in an artifact
 FOLLOWS_BACK = 5  # turns back in which a user's conclusion finds the answer it follows
 OWN_CHARS = 60  # of a statement, found in its turn: the statement is the turn's own words
+FOLLOWS_SENTENCES = 2  # of the answer a user's conclusion follows, that its note adds
 RELATED_MAX = 40  # related notes listed in a body (the frontmatter keeps every link)
 SLUG_WORDS = 7
 SLUG_CHARS = 60
@@ -99,29 +100,38 @@ def evidence_turns(manifest: dict[str, Any]) -> set[int]:
     return wanted
 
 
-def _follows(conclusion: dict[str, Any], turns: dict[int, dict[str, Any]]) -> int | None:
-    """The assistant turn a conclusion said in a user's own words follows (the nearest
-    within `FOLLOWS_BACK`, tool output between), or None: "22h with zero restarts,
-    I'm calling the OOM thing closed" says that a fix held, the answer before it what
-    the fix was. A statement that already leads with what it accepts (not the user's
-    own words) has none."""
+def _follows(conclusion: dict[str, Any], turns: dict[int, dict[str, Any]]) -> tuple[int, str]:
+    """The assistant turn a user's conclusion follows (the nearest within
+    `FOLLOWS_BACK`, tool output between) and what of it the note adds: "22h with zero
+    restarts, I'm calling the OOM thing closed" says that a fix held, the answer before
+    it what the fix was (its first sentences); a statement that leads with the answer it
+    accepts ("The cheapest fit is ... (ok, go with that)") goes on with the answer's
+    next sentences. (0, "") when there is none, or the statement is neither."""
     turn = int(conclusion["turn"])
     said = turns.get(turn)
     if said is None or said["role"] != "user":
-        return None
-    statement = " ".join(str(conclusion["text"]).rstrip("\u2026").split())[:OWN_CHARS]
-    content = str(said["content"])
-    if statement not in " ".join(plain(content).split()) and statement not in " ".join(
-        content.split()
-    ):
-        return None
+        return 0, ""
+    answer = 0
     for number in range(turn - 1, max(0, turn - FOLLOWS_BACK - 1), -1):
         before = turns.get(number)
         if before is None or before["role"] == "user":
-            return None
+            break
         if before["role"] == "assistant":
-            return number
-    return None
+            answer = number
+            break
+    if not answer:
+        return 0, ""
+    statement = " ".join(str(conclusion["text"]).rstrip("\u2026").split())[:OWN_CHARS]
+    content = str(said["content"])
+    lead = lead_sentences(str(turns[answer]["content"]), 2 * FOLLOWS_SENTENCES)
+    if statement in " ".join(plain(content).split()) or statement in " ".join(content.split()):
+        added = lead[:FOLLOWS_SENTENCES]  # the user's own words: what the answer says
+    elif " ".join(lead).startswith(statement):
+        added = lead[FOLLOWS_SENTENCES:]  # what was accepted, said on
+    else:
+        return 0, ""
+    # list items read as sentences
+    return answer, " ".join(s if s.endswith((".", "!", ":", ";")) else s + "." for s in added)
 
 
 def session_record(
@@ -144,12 +154,7 @@ def session_record(
         if conclusion:
             said = turns.get(int(conclusion["turn"]))
             ts = str(said["ts"]) if said else (last_ts or "")
-            followed = _follows(conclusion, turns)
-            if followed is not None:
-                follows = " ".join(  # list items read as sentences
-                    s if s.endswith((".", "!", ":", ";")) else s + "."
-                    for s in lead_sentences(str(turns[followed]["content"]))
-                )
+            followed, follows = _follows(conclusion, turns)
             quoted = _quoted(conclusion)
             for number in ([followed] if followed and followed not in quoted else []) + quoted:
                 turn = turns.get(number)
