@@ -67,6 +67,7 @@ SHARES: dict[str, dict[str, float]] = {
     "summary": {"critical": 0.25, "state": 0.20, "manifest": 0.10, "efforts": 0.50, "tail": 0.25},
 }
 MANIFEST_CAP = 500
+MANIFEST_FREE = 1000  # the first tokens of a budget, of which the manifest takes no share
 # the specifics line's room at most: the tail, fitted before it is written, shows what
 # a larger budget leaves, and room it does not use is not given back to the tail
 SPECIFICS_CAP = 100
@@ -481,7 +482,11 @@ def _assemble(
         )
 
     manifest = Block("manifest", "Memory manifest")
-    allowance = min(MANIFEST_CAP, max(0, int(total * shares["manifest"])), budget.left)
+    # the manifest's share is of the budget past `MANIFEST_FREE`: a small context is
+    # what was said, the index of what exists costs more than it tells there
+    allowance = min(
+        MANIFEST_CAP, max(0, int((total - MANIFEST_FREE) * shares["manifest"])), budget.left
+    )
     reserve = tokens.count_cached(f"Budget: {total} tokens, {total} left.") + 1
     if allowance > reserve:  # (a recall question's manifest is its budget line)
         lines = _manifest_lines(tiers.manifest, tiers.working, tiers.open)

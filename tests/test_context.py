@@ -1350,6 +1350,19 @@ def test_the_reading_that_closes_an_agent_exchange_is_recalled_with_its_best_tur
     assert "a vacuum full on the orders table holds its lock until 03:10" in recalled
 
 
+def test_a_small_context_gives_its_room_to_what_was_said_not_the_manifest(root: Path) -> None:
+    """At 1,000 tokens the manifest is its budget line; from there it takes its share of
+    what a budget has more, and a larger one shows the session and its efforts."""
+    store = Store(root)
+    small = assemble(store, "ledger-sync", 1000, None)
+    manifest = next(b for b in small.blocks if b.name == "manifest")
+    assert len(manifest.lines) == 1 and manifest.lines[0].startswith("Budget: 1000 tokens, ")
+    larger = next(
+        b for b in assemble(store, "ledger-sync", 4000, None).blocks if b.name == "manifest"
+    )
+    assert larger.lines[0].startswith("Session ledger-sync: ") and len(larger.lines) > 2
+
+
 def test_a_question_about_the_past_leaves_the_manifest_its_budget_line(root: Path) -> None:
     """Recall answers a question about the past: its context's manifest is the budget
     left alone, and the room the rest of the manifest and the efforts took goes to what
