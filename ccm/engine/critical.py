@@ -108,7 +108,7 @@ _NO_WHAT = (
     r"(?!idea|worries|problem|way|rush|luck|clue|thanks|need|one\b|i\b|it\b|not\b|more\b|"
     r"longer\b|doubt|wonder|kidding|joke|change|error|errors|issue|issues|nan\b|diff|"
     r"difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
-    r"luck|dice|go\b|big deal|pr\b|\w+ yet)"
+    r"luck|dice|go\b|big deal|pr\b|\w+ yet|crash(?:es)?\b|leaks?\b)"
 )
 # a limit needs a number to bind ("max one stop", "under 9k")
 _NUMBERS = (
