@@ -289,7 +289,7 @@ _SPECIFIC = re.compile(
     # a path, a figure (with its unit: "430-490 g")
     r"#\d+|"  # an issue or a pull request ("#148")
     r"[\u00a3$\u20ac]?[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit (a price)
-    r"[A-Z][a-z]+[A-Z]\w*|[A-Z]{2,}\w*"  # CamelCase, CAPITALS
+    r"[A-Z][a-z]+[A-Z]\w*|[a-z]+[A-Z][a-z]\w*|[A-Z]{2,}\w*"  # CamelCase, camelCase, CAPITALS
     r")(?![\w/-])"
 )
 # a capitalised word inside a sentence, with the title it is said with ("Mr Okafor")

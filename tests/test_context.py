@@ -927,6 +927,17 @@ def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
     assert not _specific_terms("# Notes\n## Plan")
 
 
+def test_specifics_name_a_camel_case_name_that_starts_in_lower_case() -> None:
+    """Code names a function or a variable in camelCase ("fatalError",
+    "upcomingRefills") as often as in CamelCase; a word with a capital inside it is one,
+    a word that only starts a sentence is not."""
+    from ccm.context import _specific_terms
+
+    found = _specific_terms("The store load calls fatalError; upcomingRefills is empty. Fine.")
+    assert {"fatalError", "upcomingRefills"} <= found
+    assert "Fine" not in found and "The" not in found
+
+
 def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
     from ccm.context import Block, _Shown, _specifics
 
