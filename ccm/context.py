@@ -292,8 +292,13 @@ _SPECIFIC = re.compile(
     r"[A-Z][a-z]+[A-Z]\w*|[a-z]+[A-Z][a-z]\w*|[A-Z]{2,}\w*"  # CamelCase, camelCase, CAPITALS
     r")(?![\w/-])"
 )
-# a capitalised word inside a sentence, with the title it is said with ("Mr Okafor")
-_NAME = re.compile(r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}\b")
+# a capitalised word inside a sentence, with the title it is said with ("Mr Okafor"),
+# and the capitalised words that go on with it: a name of several ("Fox & Hounds",
+# "Linda's Book Club", "RX 6700 XT" aside: a figure inside is another term)
+_NAME = re.compile(
+    r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
+    r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b"
+)
 
 
 def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) -> str:

@@ -938,6 +938,16 @@ def test_specifics_name_a_camel_case_name_that_starts_in_lower_case() -> None:
     assert "Fine" not in found and "The" not in found
 
 
+def test_specifics_keep_a_name_of_several_words_whole() -> None:
+    from ccm.context import _specific_terms
+
+    found = _specific_terms(
+        "we booked the Fox & Hounds and asked Linda's Book Club, and Mr Okafor."
+    )
+    assert {"Fox & Hounds", "Linda's Book Club", "Mr Okafor"} <= found
+    assert "Fox" not in found and "Hounds" not in found
+
+
 def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
     from ccm.context import Block, _Shown, _specifics
 
