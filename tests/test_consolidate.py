@@ -872,14 +872,19 @@ FLAKY_FIX = turns(
 )
 
 
+def consolidated_note(tmp_path: Path, session: str, text: str) -> str:
+    """The body of the one artifact a session of `text` gets, from its title on."""
+    root = tmp_path / "root"
+    ingest(root, tmp_path, session, text)
+    consolidate_json(root)
+    [path] = [p for p in (root / "artifacts").rglob("*.md") if f"{session}/" in p.read_text()]
+    return path.read_text().split("\n# ", 1)[1]
+
+
 def test_a_fix_confirmed_in_the_users_words_is_noted_with_the_answer_it_follows(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "root"
-    ingest(root, tmp_path, "flaky", FLAKY_FIX)
-    consolidate_json(root)
-    [path] = [p for p in (root / "artifacts").rglob("*.md") if "flaky/" in p.read_text()]
-    body = path.read_text().split("\n# ", 1)[1]
+    body = consolidated_note(tmp_path, "flaky", FLAKY_FIX)
     lead = body.split("\n\n")[1]  # the paragraph under the title
     assert "twenty repeats and zero failures" in lead
     assert "per-worker basket fixture holds." in lead  # what the fix was, from the answer
@@ -908,11 +913,7 @@ PROPOSAL_ACCEPTED = turns(
 def test_an_accepted_proposal_is_noted_with_the_rest_of_what_was_accepted(
     tmp_path: Path,
 ) -> None:
-    root = tmp_path / "root"
-    ingest(root, tmp_path, "feed", PROPOSAL_ACCEPTED)
-    consolidate_json(root)
-    [path] = [p for p in (root / "artifacts").rglob("*.md") if "feed/" in p.read_text()]
-    lead = path.read_text().split("\n# ", 1)[1].split("\n\n")[1]
+    lead = consolidated_note(tmp_path, "feed", PROPOSAL_ACCEPTED).split("\n\n")[1]
     assert lead.startswith("Split the export by region")
     assert "The partner reads the files by prefix, so nothing changes on their side." in lead
     assert "The old single file goes away after a two-week overlap." in lead
