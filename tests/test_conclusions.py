@@ -584,6 +584,9 @@ def test_an_explanation_of_a_failure_still_there_is_a_step_not_a_conclusion() ->
     assert detect(5, "user", "ok makes sense, go ahead", failing) is None
     found = detect(5, "user", "ok makes sense, go ahead", explained)
     assert found is not None and found.kind == "answer"
+    # "that answers it" says the question was answered, whatever failure the answer is about
+    answered = detect(5, "user", "good, that answers it", failing)
+    assert answered is not None and answered.kind == "answer"
 
 
 def test_a_pasted_record_concludes_nothing_but_a_date_range_is_no_record() -> None:

@@ -1072,6 +1072,13 @@ def _still_running(said: str) -> bool:
     return bool(RUNNING.search(said[-200:].lower()))
 
 
+# an answer accepted as the answer, in so many words (not "makes sense", "got it")
+NAMES_ANSWERED = re.compile(
+    r"\bthat answers\b|\bthat explains\b|\bmystery solved\b|\bsettles it\b|"
+    r"\bthat'?s (?:the|my|exactly the) (?:answer|explanation)\b"
+)
+
+
 def _partial(text: str) -> bool:
     """Some of a whole, counted: "13 of 14 tests green", "9/10 pass" is not all of it."""
     return any(int(part) < int(whole) for part, whole in COUNTED.findall(text))
@@ -1464,9 +1471,15 @@ def detect(
                 continue
             if kind != "answer" and _has_failure(sentence):
                 continue  # "great, NaN again, love it", "that fixed it, but now it crashes"
-            if kind == "answer" and confirming and _reports_failure(before[-1][1]):
+            if (
+                kind == "answer"
+                and confirming
+                and not NAMES_ANSWERED.search(sentence)
+                and _reports_failure(before[-1][1])
+            ):
                 continue  # "makes sense. do it" to "Still failing, another error: ...": a
-                # step of a fix (the fix concludes when it is seen to work)
+                # step of a fix (the fix concludes when it is seen to work); "that answers
+                # it" says the question was, whatever failure the answer explains
             if kind == "resolution" and confirming and _still_running(before[-1][1]):
                 continue  # "CI is running again." / "Nice. That's CI fixed then."
             if kind in DONE and _has_failure(following) and not following.rstrip().endswith("?"):
