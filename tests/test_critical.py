@@ -166,6 +166,8 @@ RULES = [
     "no one hot fixes the app servers by hand, it all goes through the release.",
     "the ledger is append-only, nobody edits anything in it once it's written.",
     "and that part is not up for discussion: the invoices stay in euros.",
+    # a wish with a figure to meet
+    "we want the shop to clear about £2,000 a month once the loan is paid.",
 ]
 NOT_RULES = [
     # "ever" after a past or a question: no rule
@@ -270,6 +272,7 @@ NOT_RULES = [
     # what did not happen, reported
     "nice, no crash on the test phone this time.",
     "so the import is just slow, no leak.",
+    "do we want to spend £50 a month on that?",
 ]
 
 

@@ -831,6 +831,15 @@ CUES = (
         requires=("now,", "now not", "forget ", "scratch that", "instead of"),
     ),
     _cue("want", "want like", WANT.pattern, requires=("i ", "we ", "i'd", "we'd")),
+    # a wish with a figure to meet: "we want it to bring in about £6,000 a year", "we'd
+    # want 150 miles on one charge"
+    _cue(
+        "bound",
+        "want",
+        r"\b(?:i|we)(?:'d| would)? (?:really )?want\b[^.?!]*"
+        r"(?:[\u00a3$\u20ac]\s?\d|\b\d+(?:[.,]\d+)?\s?(?:k|%|km|miles|hours|mins|minutes)\b)",
+        requires=("i ", "we ", "i'd", "we'd"),
+    ),
     _cue(
         "limit",
         "budget deadline limit cap caps max maximum minimum most least than under below "
