@@ -119,7 +119,7 @@ CREATE TABLE IF NOT EXISTS progress(
     tools INTEGER NOT NULL DEFAULT 0
 );
 """
-VERSION = 16
+VERSION = 17
 MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
@@ -147,7 +147,7 @@ AROUND = 2  # ...and so many lines either side of each line that holds a query's
 HIT_SHARE = 0.5
 ALONE_SHARE = 0.1  # an exchange shown by its best turn when the others score below this share
 INDEX_BATCH = 20_000  # turns indexed at a time (then up to the next exchange's start)
-TOOL_INDEXED = 500  # characters of a tool's output indexed at each end (see `_indexed`)
+TOOL_INDEXED = 1000  # characters of a tool's output indexed at each end (see `_indexed`)
 LEAST_ROOM = 20  # a context's recall stops reading units when less room than this is left
 # ...or when this many turns in a row could not be shown (too long for the room left,
 # or no line of them holds a query's word): those after them rank lower still

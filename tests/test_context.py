@@ -1398,3 +1398,26 @@ def test_a_question_about_the_past_leaves_the_manifest_its_budget_line(root: Pat
     lines = next(b for b in casual.blocks if b.name == "manifest").lines
     assert lines[0].startswith("Session ledger-sync: ") and lines[-1].startswith("Budget: ")
     assert "efforts" in {b.name for b in assemble(store, "ledger-sync", 6000, None).blocks}
+
+
+def test_a_line_well_inside_a_long_tool_output_is_found(tmp_path: Path) -> None:
+    """A tool's output is indexed by its first and last 1,000 characters: the line of a
+    2 KB listing that says why, 800 characters from either end, is found by its words."""
+    filler = "".join(f"{n:3}  key_{n}: value {n}\n" for n in range(40))
+    listing = "$ cat deploy/worker.yaml\n" + filler + "  replicas: 1  # one scheduler only\n" + filler
+    assert 1500 < len(listing) < 2000
+    lines: list[tuple[str, str]] = [
+        ("user", "show me the worker deployment"),
+        ("tool", listing),
+        ("assistant", "That is the worker's deployment."),
+    ]
+    for n in range(30):  # other work since, which the latest turns show
+        lines += [
+            ("user", f"now tidy chapter {n} of the README"),
+            ("assistant", f"Chapter {n} tidied: headings, links and the examples checked."),
+        ]
+    root = _agent(tmp_path, lines, "deploy")
+    asked = ["--budget", "600", "--query", "Why only one scheduler replica?"]
+    text = ccm(root, "context", "deploy", *asked).stdout
+    recalled = text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
+    assert "replicas: 1  # one scheduler only" in recalled
