@@ -1404,7 +1404,9 @@ def test_a_line_well_inside_a_long_tool_output_is_found(tmp_path: Path) -> None:
     """A tool's output is indexed by its first and last 1,000 characters: the line of a
     2 KB listing that says why, 800 characters from either end, is found by its words."""
     filler = "".join(f"{n:3}  key_{n}: value {n}\n" for n in range(40))
-    listing = "$ cat deploy/worker.yaml\n" + filler + "  replicas: 1  # one scheduler only\n" + filler
+    listing = (
+        "$ cat deploy/worker.yaml\n" + filler + "  replicas: 1  # one scheduler only\n" + filler
+    )
     assert 1500 < len(listing) < 2000
     lines: list[tuple[str, str]] = [
         ("user", "show me the worker deployment"),
