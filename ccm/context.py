@@ -293,8 +293,8 @@ _SPECIFIC = re.compile(
     r")(?![\w/-])"
 )
 # a capitalised word inside a sentence, with the title it is said with ("Mr Okafor"),
-# and the capitalised words that go on with it: a name of several ("Fox & Hounds",
-# "Linda's Book Club", "RX 6700 XT" aside: a figure inside is another term)
+# and the capitalised words that go on with it: a name of several words is one term
+# ("Fox & Hounds", "Linda's Book Club"); a figure ends it ("Ryzen 7" is "Ryzen")
 _NAME = re.compile(
     r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
     r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b"

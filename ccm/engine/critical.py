@@ -110,6 +110,8 @@ _NO_WHAT = (
     r"difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
     r"luck|dice|go\b|big deal|pr\b|\w+ yet|crash(?:es)?\b|leaks?\b)"
 )
+# what a wish of the speaker's holds ("i want", "we'd want"), looked for before its pattern
+_SPEAKER = ("i ", "we ", "i'd", "we'd")
 # a limit needs a number to bind ("max one stop", "under 9k")
 _NUMBERS = (
     *"0123456789",
@@ -830,7 +832,7 @@ CUES = (
         REPLACE.pattern,
         requires=("now,", "now not", "forget ", "scratch that", "instead of"),
     ),
-    _cue("want", "want like", WANT.pattern, requires=("i ", "we ", "i'd", "we'd")),
+    _cue("want", "want like", WANT.pattern, requires=_SPEAKER),
     # a wish with a figure to meet: "we want it to bring in about £6,000 a year", "we'd
     # want 150 miles on one charge"
     _cue(
@@ -838,7 +840,7 @@ CUES = (
         "want",
         r"\b(?:i|we)(?:'d| would)? (?:really )?want\b[^.?!]*"
         r"(?:[\u00a3$\u20ac]\s?\d|\b\d+(?:[.,]\d+)?\s?(?:k|%|km|miles|hours|mins|minutes)\b)",
-        requires=("i ", "we ", "i'd", "we'd"),
+        requires=_SPEAKER,
     ),
     _cue(
         "limit",

@@ -809,8 +809,13 @@ def _mark_superseded(state: State, earlier: dict[str, Any], turn: int) -> None:
             break
 
 
+def _critical_key(text: str) -> str:
+    """What a critical item says, as `critical_keys` holds it: an item said again is none."""
+    return " ".join(text.lower().split())
+
+
 def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
-    key = " ".join(text.lower().split())
+    key = _critical_key(text)
     if key in state["critical_keys"]:
         return
     # a rule the user changes ("P0 now, not P1") replaces the latest live one it
@@ -843,7 +848,7 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         # they were said
         standing = critical.left_standing(replaced["text"], text)
         if standing:
-            state["critical_keys"][" ".join(standing.lower().split())] = replaced["turn"]
+            state["critical_keys"][_critical_key(standing)] = replaced["turn"]
             _append_critical(state, replaced["turn"], replaced["kind"], standing)
     _append_critical(state, turn, kind, text)
 

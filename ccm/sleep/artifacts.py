@@ -519,7 +519,7 @@ def artifact_note(
     # what the segment was about
     context = _context(record["summary"], node.text)
     lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text)]
-    if record.get("follows"):
+    if record["follows"]:
         lines.append(notes.inline(record["follows"]))
     lines += [notes.inline(context), ""] if context else [""]
     lines.append(
