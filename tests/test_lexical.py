@@ -212,6 +212,76 @@ def test_camel_case_names_count_by_their_words_too() -> None:
     assert sorted(found) == [(6, "crash"), (11, "loop")]
 
 
+# text with what the reader treats apart: compounds, camel-case names, accents, digits
+rich_words = st.sampled_from(
+    [
+        "deploy",
+        "Deploying",
+        "run-0312b",
+        "t3.medium",
+        "6,699.70",
+        "is_none_or",
+        "CrashLoopBackOff",
+        "HTTPServer",
+        "café",
+        "naïve_plan",
+        "ran",
+        "İstanbul",
+        "x",
+        "2026-03-04",
+        "main.py:",
+        "(see",
+        "a.b.c",
+        "—",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(rich_words, min_size=0, max_size=10).map(" ".join), min_size=1, max_size=20),
+    st.booleans(),
+)
+def test_a_batch_is_read_as_each_text_alone(texts: list[str], restart: bool) -> None:
+    """The postings of a batch of turns (read at once, into arrays) are each turn's
+    `term_counts`, whatever the process read before (or after its numbers started again)."""
+    if restart:
+        lexical._NUMBERS = lexical._WordNumbers()
+    turns = [(n, n - n % 2, text) for n, text in enumerate(texts, 1)]
+    terms, bounds, rows, length = lexical._postings(turns)
+    found: dict[int, dict[str, int]] = {}
+    for at, term in enumerate(terms):
+        for row in rows[bounds[at] : bounds[at + 1]]:
+            found.setdefault(int(row["turn"]), {})[term] = int(row["tf"])
+        assert np.all(np.diff(rows["turn"][bounds[at] : bounds[at + 1]].astype(int)) > 0)
+    expected = {n: dict(lexical.term_counts(text)) for n, _, text in turns}
+    assert found == {n: counts for n, counts in expected.items() if counts}
+    assert length == sum(sum(counts.values()) for counts in expected.values())
+    for row in rows:
+        assert row["length"] == sum(expected[int(row["turn"])].values())
+        assert row["pair"] == row["turn"] - row["turn"] % 2
+    assert len(set(terms)) == len(terms)
+
+
+def test_the_stemmer_in_use_stems_as_the_reference_one() -> None:
+    """The C stemmer (PyStemmer, when installed) and snowballstemmer's own Python one
+    make the same stems: an index is the same whichever a machine has."""
+    from snowballstemmer.porter_stemmer import PorterStemmer
+
+    reference = PorterStemmer()
+    fixtures = Path(__file__).parent / "fixtures"
+    words = sorted(
+        {
+            word
+            for path in sorted((fixtures / "claude-code").glob("*.jsonl"))
+            for word in lexical._WORD.findall(path.read_text().lower())
+            if word.isascii() and 2 < len(word) <= lexical.STEM_MAX
+        }
+    )
+    assert len(words) > 1000
+    assert [lexical._porter.stemWord(w) for w in words] == [reference.stemWord(w) for w in words]
+
+
 def test_stems_agree_with_fts5_on_real_transcripts() -> None:
     """FTS5's porter tokenizer and ccm's stems differ on only a handful of words."""
     fixtures = Path(__file__).parent / "fixtures"
