@@ -721,6 +721,9 @@ SETTLED = [
     ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
     ("zero timeouts since noon. that's the dns fix, for real this time", "resolution"),
     ("so scrap carpets for now. we sand the boards and see", "rejection"),
+    ("fine. scrap the hire van. we borrow Tom's trailer", "rejection"),
+    ("no, forget overnight trains entirely. we fly to Vienna and rest there", "rejection"),
+    ("right, forget marquees. the barn, whatever the weather", "rejection"),
     ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
     ("nice. memory spikes sorted, merging #77 and it goes in the patch too", "resolution"),
     ("pushed, tagged 3.2.1, the mirror has it. done with that one", "task"),
@@ -808,6 +811,11 @@ NOT_SETTLED = [
     "is the login flow sorted?",
     "done, but it still fails on safari",
     "done, now what?",
+    # an option weighed, a thing not to overlook, a word dropped
+    "if we scrap the hire van, who brings the chairs?",
+    "don't forget the receipts. the accountant wants them all",
+    "ok, forget it. not worth the argument",
+    "I always forget passwords.",
 ]
 BEFORE_SETTLED = [
     ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")

@@ -346,13 +346,18 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:dropping|ditching|scrapping|cancell?ing) (?!(?:off|by|in|out)\b)[\w-]+"
         ),
     ),
-    # an option thrown out by its name: "no, scrap caffeine. I pushed for it and ..."
+    # an option thrown out by its name: "no, scrap caffeine. I pushed for it and ...",
+    # "right. scrap the passes, we're doing ...", "no, forget native checksums entirely."
     (
         "rejection",
-        ("scrap", "ditch", "bin "),
+        ("scrap", "ditch", "bin ", "forget "),
         _rx(
-            r"(?:^|[.;!,]\s*)(?:no,? |ok,? |right,? |so |then )?(?:scrap|ditch|bin) "
-            r"(?!it\b|that\b|this\b|them\b|those\b)[\w.-]+(?: for now| then| too)?\s*(?:[.,;!]|$)"
+            r"(?:^|[.;!,]\s*)(?:no,? |ok,? |right,? |so |then )?(?:scrap|ditch|bin) (?:the )?"
+            r"(?!it\b|that\b|this\b|them\b|those\b|idea\b|plan\b|option\b)[\w.-]+(?: [\w.-]+)?"
+            r"(?: for now| then| too)?\s*(?:[.,;!]|$)",
+            r"(?:^|[.;!,]\s*)(?:no,? |ok,? |right,? |so |then )?forget "
+            r"(?!(?:it|that|this|them|those|the|to|about|what|i|we|you)\b)[\w.-]+(?: [\w.-]+)?"
+            r"(?: entirely| completely| then| for now)?\s*(?:[.,;!]|$)",
         ),
     ),
     # a move declined in so many words: "yeah, no. not moving to SwiftData, the iPads
