@@ -725,6 +725,39 @@ def test_an_interruption_or_one_more_on_a_named_thing_opens_a_topic(opening: str
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "About the coach. 60 guests at Green Table means a coach from the station",
+        "yeah, about the cake. Green Table does the cake for 60 guests too?",
+        "OK problem two: Green Table only seats 50 guests at 36 a head",
+        "ok bad news, Green Table is booked for 60 guests that day",
+        "Related question. Green Table at 36 a head, do 60 guests need chairs?",
+        "ok, moment of truth. the table plan for 60 guests at 36 a head came in, look",
+    ],
+)
+def test_a_topic_named_after_about_or_put_next_opens_a_topic(opening: str) -> None:
+    """Written for this test: a topic named after "about" and said alone ("About the
+    coach."), the next of several ("problem two"), news ("ok bad news, ...") and a
+    question next to the last ("Related question.") each open a topic, though they share
+    words with the caterer's answer."""
+    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "Let me look.")])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "about right. the 60 guests fit if the caterer serves at the tables",
+        "about 40 of the 60 guests want the vegetarian menu, the caterer can do that",
+    ],
+)
+def test_about_a_figure_or_about_right_opens_nothing(reply: str) -> None:
+    """Written for this test: "about right." and "about 40" go on with the answer."""
+    segments = _segments_of([*WEDDING, ("user", reply), ("assistant", "Good.")])
+    assert [s["raw_lines"][0] for s in segments] == [1]
+
+
 def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> None:
     """Written for this test: the crash fix goes out for testing, another topic is decided,
     then "beta2 in reaper and live, sample rate switched back and forth, no crash. ok that

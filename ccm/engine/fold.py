@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 80
+STATE_VERSION = 81
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -128,6 +128,16 @@ OPENER = re.compile(
     r"let'?s (?:do|look at|move (?:on )?to|talk about|turn to|tackle|get to|switch to)\b|"
     r"(?:i )?(?:also )?(?:need|want) (?:you )?to (?:ask|look at|talk about)\b|"
     r"(?:about|as for|regarding)\s+(?:the\s+|our\s+|my\s+)?[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2}\s*:|"
+    # a topic named after "about", said alone: "About the agent.", "yeah, about that.",
+    # "about the retention though." (not "about right.", "about 40.")
+    r"(?:(?:yeah|yes|but)\b[\s,.!]*)?about (?:the |that |our |my |this |his |her |their )?"
+    r"(?!(?:right|time|it|done|ready|there|now|same|half|as|to|an?)\b)[a-z][\w'-]*"
+    r"(?: [a-z][\w'-]*){0,2}(?: though| then| actually)?\s*[.:!](?:\s|$)|"
+    # the next of several, news, a question next to the last: "OK problem two, ...", "Now
+    # the bad news: ...", "Related question.", "ok, moment of truth."
+    r"(?:problem|part|question|issue|item|point|thing|step|topic) (?:two|three|four|five|[2-5])\b|"
+    r"(?:now )?(?:the )?(?:bad|good|other|big) news\b|(?:a )?related (?:question|thing|q|one)\b|"
+    r"(?:the )?moment of truth\b|"
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
     r"before (?:you|we) (?:go on|dive in|carry on)\b|hold that(?: thought\b|\s*[,.:!])|"
     r"side (?:question|note|quest)\b|"
