@@ -734,13 +734,16 @@ def test_an_interruption_or_one_more_on_a_named_thing_opens_a_topic(opening: str
         "ok bad news, Green Table is booked for 60 guests that day",
         "Related question. Green Table at 36 a head, do 60 guests need chairs?",
         "ok, moment of truth. the table plan for 60 guests at 36 a head came in, look",
+        "park that for a sec. the caterer wants 60 guests confirmed at 36 a head by friday",
+        "wait, stop, something else first. Green Table has 60 guests at 36 a head on the 5th?",
     ],
 )
 def test_a_topic_named_after_about_or_put_next_opens_a_topic(opening: str) -> None:
     """Written for this test: a topic named after "about" and said alone ("About the
     coach."), the next of several ("problem two"), news ("ok bad news, ...") and a
-    question next to the last ("Related question.") each open a topic, though they share
-    words with the caterer's answer."""
+    question next to the last ("Related question.") and what is at hand put aside ("park
+    that for a sec.", "something else first.") each open a topic, though they share words
+    with the caterer's answer."""
     segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "Let me look.")])
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
 

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 81
+STATE_VERSION = 82
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -138,6 +138,10 @@ OPENER = re.compile(
     r"(?:problem|part|question|issue|item|point|thing|step|topic) (?:two|three|four|five|[2-5])\b|"
     r"(?:now )?(?:the )?(?:bad|good|other|big) news\b|(?:a )?related (?:question|thing|q|one)\b|"
     r"(?:the )?moment of truth\b|"
+    # what was at hand put aside, or something else put first: "park that for a sec. ...",
+    # "wait, stop, something else first."
+    r"(?:park|pause|shelve) (?:that|this|it)(?: for (?:a (?:sec|second|moment|minute|bit)|now))?"
+    r"\s*[.,:!]|(?:stop,? )?something else(?: first| quick(?:ly)?| came up)?\s*[.,:!]|"
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
     r"before (?:you|we) (?:go on|dive in|carry on)\b|hold that(?: thought\b|\s*[,.:!])|"
     r"side (?:question|note|quest)\b|"
