@@ -722,6 +722,10 @@ SETTLED = [
     ("zero timeouts since noon. that's the dns fix, for real this time", "resolution"),
     ("so scrap carpets for now. we sand the boards and see", "rejection"),
     ("fine. scrap the hire van. we borrow Tom's trailer", "rejection"),
+    (
+        "boiler service engineer sorted, my neighbour's brother does them. so that's covered",
+        "resolution",
+    ),
     ("no, forget overnight trains entirely. we fly to Vienna and rest there", "rejection"),
     ("right, forget marquees. the barn, whatever the weather", "rejection"),
     ("the import took all 9,200 rows this time. good, that sync's sorted", "resolution"),
