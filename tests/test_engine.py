@@ -761,6 +761,22 @@ def test_about_a_figure_or_about_right_opens_nothing(reply: str) -> None:
     assert [s["raw_lines"][0] for s in segments] == [1]
 
 
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "ok that's it for today, brain is mush. barn visit tomorrow, then the seating plan",
+        "right, I'm done for tonight. the florist and the band can wait till the weekend",
+        "let's stop here for today, I'll send Sam the caterer list tomorrow morning",
+    ],
+)
+def test_a_stop_for_the_day_opens_no_topic(stop: str) -> None:
+    """Written for this test: the user stops for the day and lists what is left ("barn
+    visit tomorrow, then the seating plan"): the work at hand goes on in its segment, and
+    the next topic starts when the work on it does."""
+    segments = _segments_of([*WEDDING, ("user", stop), ("assistant", "Good night!")])
+    assert [s["raw_lines"][0] for s in segments] == [1]
+
+
 def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> None:
     """Written for this test: the crash fix goes out for testing, another topic is decided,
     then "beta2 in reaper and live, sample rate switched back and forth, no crash. ok that

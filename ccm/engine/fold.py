@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 83
+STATE_VERSION = 84
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -999,8 +999,10 @@ def _topic_score(
         score -= 2.0  # it concludes what the segment was about
     if len(mine) < 3:
         score -= 1.0
-    if SIGN_OFF.match(head):
-        score -= 2.0  # what is left for tomorrow, listed: no topic taken up
+    if SIGN_OFF.match(head) or conclusions.PAUSE.search(head):
+        # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
+        # listed: no topic taken up (the next one starts when the work does)
+        score -= 2.0
     answered = next((e for e in reversed(open_turns) if e[1] == "assistant"), None)
     if answered is not None:
         shared = len(mine & set(answered[9]))
