@@ -421,6 +421,55 @@ def test_a_change_to_one_rule_of_a_paragraph_leaves_its_other_rules_standing() -
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
 
 
+@pytest.mark.parametrize(
+    ("rule", "change"),
+    [
+        (
+            "keep the newsletter short please, ten lines max, nobody reads past that",
+            "changed my mind about short. the committee wants every detail in it, "
+            "so as long as it needs",
+        ),
+        (
+            "my rule for the load tests: p99 stays under 40 ms or we don't ship",
+            "ok change of plan on my rule: 60 ms is fine, not 40, the new boxes are slower",
+        ),
+        (
+            "the kitchen budget is 12k, total, and not a penny more",
+            "we're lowering it to 10,500 for the whole job instead of 12k, we need a cushion",
+        ),
+        (
+            "no deliveries on saturdays, the street market blocks the road",
+            "good news, saturdays are fine now, the market moved to the square",
+        ),
+    ],
+)
+def test_a_change_said_in_words_no_rule_is_said_in_replaces_the_rule(
+    rule: str, change: str
+) -> None:
+    """A change that names the rule ("changed my mind about short"), the figure it had
+    ("not 40", "instead of 12k") or says it is allowed now ("saturdays are fine now")
+    replaces it, though it lays down no rule in the words a rule is said in. (Written
+    for this test.)"""
+    state = _user_says(rule, "the printer needs toner by friday", change)
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert rule not in live
+    assert live and live[-1].endswith(change.split(". ")[-1])
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_change_that_replaces_no_rule_makes_no_item() -> None:
+    """ "I changed my mind about the trip" with no rule about the trip laid down, and "if
+    you change your mind about the colour" make no item. (Written for this test.)"""
+    state = _user_says(
+        "never book night trains, I can't sleep on them",
+        "I changed my mind about the trip, not sure we'll go at all",
+        "if you change your mind about the colour, tell me",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live == ["never book night trains, I can't sleep on them"]
+    assert state["critical_replaced"] == []
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

@@ -760,20 +760,50 @@ STYLE = re.compile(
 CONTRAST = re.compile(r", not (?!(?:sure|yet|really|that|bad|quite|much|now|so|too)\b)\w+")
 # a polite imperative (a weak cue: "team sheet row pls" is a one-off)
 POLITE = re.compile(r"\b(?:pls|plz|please)\b")
-# a change of an earlier rule: "P0 now, not P1", "forget matte black, brushed brass"
-CHANGE = re.compile(
-    r"\b(?:is|are) now\b|\bno longer\b|\binstead of\b|\bnot \w+ (?:any ?more)\b|"
-    r"\bchange of (?:heart|plan)\b|\b(?:drop|scrap|ditch) the\b|\buse the new\b|\bswitch(?:ing)? to\b|"
+# a rule said to change, in the words that say only that: "ok change of plan on my rule:
+# 10 s cap", "changing the db rule from last week", "I take back the no-progress-bar
+# thing", "I've come round on gas", "the budget goes down to 220 kB", "lowering the
+# ceiling to 16,500", "sundays are fine now", "no longer", "from now on"
+CHANGED = re.compile(
+    r"\bno longer\b|\bnot \w+ (?:any ?more)\b|\bchange of (?:heart|plan)\b|"
     # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
     r"\bnew (?:floor|ceiling|limit|budget|cap|deadline|rule|max(?:imum)?|minimum|target|number|"
     r"figure)\b|"
-    r"\bfrom now on\b"
+    r"\bfrom now on\b|"
+    r"\bchang(?:e|ed|es|ing)\b (?:of )?(?:my |our |the |that |this )?(?:own )?(?:[\w-]+ )?"
+    r"(?:rule|mind|convention|policy|plan)\b|"
+    r"\b(?:take|taking|took) (?:it |that |this )?back\b|\bcome round (?:on|to)\b|"
+    r"\b(?:goes|went|go|going|moves?|moved|comes|came) (?:down|up) to\b|\bmoved the goalposts\b|"
+    r"\b(?:raise|raising|raised|lower|lowering|lowered|bump|bumped|bumping|cut|cutting) "
+    r"(?:it|that|the [\w-]+(?: [\w-]+)?) (?:to|from)\b|"
+    r"\b(?:is|are|'s|'re) (?:fine|ok|okay|allowed) now\b"
+)
+# a change of an earlier rule: "P0 now, not P1", "forget matte black, brushed brass", or
+# the words that also make a choice ("switch to", "drop the"), in a rule
+CHANGE = re.compile(
+    r"\b(?:is|are) now\b|\binstead of\b|\b(?:drop|scrap|ditch) the\b|\buse the new\b|"
+    r"\bswitch(?:ing)? to\b|" + CHANGED.pattern
+)
+# what a change says it changes, by name: "changed my mind about short", "I've come round
+# on gas", "change of rule on paging", "changing the db rule", "I take back the
+# no-progress-bar thing"
+NAMED_CHANGE = re.compile(
+    r"\b(?:chang(?:e|ed|es|ing)|made up) (?:my|our) mind (?:about|on) (?P<what>[\w' -]{2,30})|"
+    r"\b(?:come|came|coming) round (?:on|to) (?P<what2>[\w' -]{2,30})|"
+    r"\bchange of (?:rule|plan|heart|policy) (?:on|about|for) (?P<what3>[\w' -]{2,30})|"
+    r"\bchang(?:e|ed|es|ing) (?:the|my|our|that|this) (?P<what4>[\w-]+(?: [\w-]+)?) "
+    r"(?:rule|convention|policy)\b|"
+    r"\b(?:take|taking|took) back (?:the|my|what i said about) (?P<what5>[\w\'\" -]{2,40})"
+)
+# the figure a change says a rule had: "10 s cap, not 5", "instead of 20k", "from 60 to 96"
+OLD_FIGURE = re.compile(
+    r"\b(?:instead of|not|rather than|was|from|up from|down from) \W?(?P<was>\d[\d,.]*(?:k|m)?)\b"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
 RETRACTS = re.compile(
     r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b|"
     # ... or by name: "forget the BIKE- prefix thing from yesterday"
-    r"\b(?:forget|ignore|scratch|disregard) (?:about )?(?:the|my|that) [\w -]{1,40}? "
+    r"\b(?:forget|ignore|scratch|disregard|scrap|drop|ditch) (?:about )?(?:the|my|that) [\w -]{1,40}? "
     r"(?:thing|rule|bit|part)\b"
 )
 # a rule replaced in so many words: "P0 now, not P1", "forget matte black, brushed brass"
@@ -927,6 +957,11 @@ _CUE_WORDS = frozenset(_BY_WORD)  # (a set: `&` with it walks the smaller side)
 
 
 THRESHOLD = 2.0
+# the kind `detect` gives a sentence that only says a rule changes: an item only when it
+# replaces a rule laid down before, then a preference
+REPLACEMENT = "replacement"
+_IF_CHANGED = re.compile(r"\W*(?:and |but |so )?(?:if|when|unless|in case|once)\b")
+LEAD_WORDS = 8  # a change said in fewer words goes on in the sentence after it
 KINDS = {  # the kind an item is, by its strongest cue
     "flag": "constraint",
     "deontic": "requirement",
@@ -1173,11 +1208,15 @@ def _ordered(lower: str, held: set[str]) -> bool:
     return any(cue.name == "order" and cue.found(lower, held) for cue in CUES)
 
 
-def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str, str]]:
+def detect(
+    role: str, text: str, spec: bool = False, quotes: bool = True, replacing: bool = False
+) -> list[tuple[str, str]]:
     """``(kind, statement)`` for each rule a user or system turn lays down. `spec`: the
     turn is a task brief (a subagent's prompt), whose instructions ("Use TypeScript",
     "Return a summary of 100-150 words") all bind the work. Without `quotes`, only the
-    turn's own words: not what it quotes with "> " (a policy, a colleague's message)."""
+    turn's own words: not what it quotes with "> " (a policy, a colleague's message).
+    With `replacing`, also each sentence that only says a rule changes, as a
+    `REPLACEMENT` (an item once it replaces a rule laid down before)."""
     if role not in ("user", "system"):
         return []
     found: list[tuple[str, str]] = []
@@ -1191,6 +1230,8 @@ def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> lis
                 found.append(("instruction", _clip(unit)))
             continue
         if not rules:
+            if replacing:
+                found += _replacements(parts)
             continue
         # each rule sentence with the sentence after it when that goes with it (its
         # reason or consequence: "no unwrap() in library code. logq-core is embedded
@@ -1233,6 +1274,25 @@ def detect(role: str, text: str, spec: bool = False, quotes: bool = True) -> lis
                     _clip(" ".join(parts[i] for i in window)),
                 )
             )
+    return found
+
+
+def _replacements(parts: list[str]) -> list[tuple[str, str]]:
+    """The sentences of a paragraph that lays down no rule that say a rule changes, in
+    words no rule is said in ("ok change of plan on my rule: 10 s cap, not 5", "sundays
+    are fine now, 11 till 3"), each a `REPLACEMENT`; one said in few words ("and change
+    of plan on nights.") with the sentence after it, which says what the change is."""
+    found = []
+    for index, part in enumerate(parts):
+        lower = part.lower()
+        if not (CHANGED.search(lower) or RETRACTS.search(lower)) or (
+            QUESTION.search(lower) or _IF_CHANGED.match(lower)
+        ):
+            continue
+        after = parts[index + 1] if index + 1 < len(parts) else ""
+        if after and len(part.split()) < LEAD_WORDS and not QUESTION.search(after.lower()):
+            part = f"{part} {after}"
+        found.append((REPLACEMENT, _clip(part)))
     return found
 
 
@@ -1310,11 +1370,15 @@ def changes(text: str) -> bool:
     return bool(CHANGE.search(lower) or REPLACE.search(lower))
 
 
-def replaces(later: str, earlier: str, later_subject: set[str] | None = None) -> bool:
+def replaces(
+    later: str, earlier: str, later_subject: set[str] | None = None, named: bool = False
+) -> bool:
     """True when the rule `later` changes the rule `earlier`: it says it changes one
     (`changes`) and is about the same thing (a good share of the shorter one's terms:
     two rules of one long message share a few words without being about the same
-    thing)."""
+    thing). With `named`, also when it names the rule it changes ("changed my mind about
+    short") or the figure the rule had ("10 s cap, not 5"), and `earlier` has it: a
+    weaker sign, for when no rule is about the same thing."""
     if later_subject is None:
         if not changes(later):
             return False
@@ -1323,14 +1387,38 @@ def replaces(later: str, earlier: str, later_subject: set[str] | None = None) ->
     if not a or not b:
         return False
     shared = len(a & b)
+    lower = later.lower()
     # "forget what I said about console" names what it replaces: two terms in common do
-    explicit = RETRACTS.search(later.lower()) is not None
+    explicit = RETRACTS.search(lower) is not None
     if shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b))):
         return True
-    # a limit set anew: "the ceiling is now £16,500" replaces "£15,000 is the absolute
-    # ceiling", whatever else each says
-    bound = set(_BOUND_NOUN.findall(later.lower())) & set(_BOUND_NOUN.findall(earlier.lower()))
+    if not named:
+        return _bound_set_anew(lower, earlier)
+    # the rule changed named ("changed my mind about short", "change of rule on paging"),
+    # or the figure it had ("10 s cap, not 5", "16,500 instead of 20k"): one term does
+    if named_in(lower) & b:
+        return True
+    said = earlier.lower()
+    return bool(shared) and any(
+        re.search(rf"(?<![\w.,]){re.escape(found.group('was'))}(?!\w|[.,]\d)", said)
+        for found in OLD_FIGURE.finditer(lower)
+    )
+
+
+def _bound_set_anew(later: str, earlier: str) -> bool:
+    """A limit set anew: "the ceiling is now £16,500" replaces "£15,000 is the absolute
+    ceiling", whatever else each says (`later` lower case)."""
+    bound = set(_BOUND_NOUN.findall(later)) & set(_BOUND_NOUN.findall(earlier.lower()))
     return bool(bound) and bool(_DIGIT.search(later)) and bool(_DIGIT.search(earlier))
+
+
+def named_in(lower: str) -> set[str]:
+    """The terms of what a change says it changes (`NAMED_CHANGE`), in lower case text."""
+    return {
+        term
+        for found in NAMED_CHANGE.finditer(lower)
+        for term in terms(next(group for group in found.groups() if group))
+    }
 
 
 def left_standing(earlier: str, later: str) -> str:
@@ -1338,11 +1426,19 @@ def left_standing(earlier: str, later: str) -> str:
     sentences that share no term with `later`, when one of them is a rule ("no exec.
     RAW is append-only, nobody deletes anything in it. and all times in UTC please",
     then "from now on give me times in Oslo time": the first two stand); else ""."""
-    changed = subject(later)
+    # what it says it changes, when it names it ("changing my mind on the preset"), else
+    # all it says
+    changed = named_in(later.lower()) or subject(later)
     kept = [part for part in sentences(earlier) if changed.isdisjoint(terms(part))]
-    if not any(rule_score(part)[0] >= THRESHOLD for part in kept):
+    # a rule, or what is not done, said with the rule that changed ("we're not doing
+    # viewings ourselves, ... and no viewings on sundays either", then "sundays are fine
+    # now": the first stands)
+    if not any(rule_score(part)[0] >= THRESHOLD or _NOT_DONE_HERE.search(part) for part in kept):
         return ""
     return " ".join(kept)
+
+
+_NOT_DONE_HERE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
 _BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")

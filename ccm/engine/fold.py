@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 84
+STATE_VERSION = 85
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -841,16 +841,22 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     again = len(about) >= 2 and same in state["critical_subjects"]
     change = critical.changes(text)
     replaced = None
-    for item in reversed(state["critical"][-CRITICAL_COMPARED:] if change or again else ()):
-        if item.get("superseded_by") or item["turn"] == turn:
-            continue
-        if (again and critical.subject(item["text"]) == about) or (
-            change and critical.replaces(text, item["text"], about)
-        ):
-            replaced = item
+    compared = state["critical"][-CRITICAL_COMPARED:] if change or again else []
+    live = [item for item in compared if not item.get("superseded_by") and item["turn"] != turn]
+    # the latest rule it is about, else the latest it names (`critical.replaces`)
+    for named in (False, True) if change else (False,):
+        for item in reversed(live):
+            if (again and not named and critical.subject(item["text"]) == about) or (
+                change and critical.replaces(text, item["text"], about, named)
+            ):
+                replaced = item
+                break
+        if replaced is not None:
             break
-    if replaced is None and critical.only_replaces(text):
+    if replaced is None and (kind == critical.REPLACEMENT or critical.only_replaces(text)):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
+    if kind == critical.REPLACEMENT:
+        kind = "preference"
     state["critical_keys"][key] = turn  # (an item that is made: what it says, its subject)
     state["critical_subjects"][same] = turn
     if replaced is not None:
@@ -1102,9 +1108,10 @@ def _rules(
     # so patterns mark no critical item there (explicit marks still do)
     if named_speaker(turn) is not None or (role == "system" and _injected(turn)):
         return [], []
-    rules = critical.detect(role, text, brief)
+    rules = critical.detect(role, text, brief, replacing=True)
     # a rule someone else wrote, quoted ("pasting: > ..."), may bring a topic of its own
-    own = critical.detect(role, text, brief, quotes=False) if rules and "> " in text else rules
+    quoted = rules and "> " in text
+    own = critical.detect(role, text, brief, quotes=False, replacing=True) if quoted else rules
     return rules, own
 
 
@@ -1169,7 +1176,9 @@ def step(
     # a subagent's prompt is its brief: every instruction in it binds the work
     if role == "user" and state["opening"] is None and meta.get("parent_session"):
         rules, own = _rules(turn, brief=True)
-    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, bool(own))
+    # (a sentence that only says a rule changes is a rule only once it replaces one)
+    laid = any(kind != critical.REPLACEMENT for kind, _ in own)
+    cue, resume = _boundary(state, params, role, text, turn_terms, ts, injected, found, laid)
     if cue is not None:
         _close(state, params)
         state["current"] = _new_segment(state, cue, resume)
