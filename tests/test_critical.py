@@ -441,6 +441,10 @@ def test_a_change_to_one_rule_of_a_paragraph_leaves_its_other_rules_standing() -
             "no deliveries on saturdays, the street market blocks the road",
             "good news, saturdays are fine now, the market moved to the square",
         ),
+        (
+            "max 5 connections per worker on the pool, it is tiny",
+            "the pool goes from 20 to 40 tonight, so 10 connections per worker on the pool",
+        ),
     ],
 )
 def test_a_change_said_in_words_no_rule_is_said_in_replaces_the_rule(

@@ -776,7 +776,9 @@ CHANGED = re.compile(
     r"\b(?:goes|went|go|going|moves?|moved|comes|came) (?:down|up) to\b|\bmoved the goalposts\b|"
     r"\b(?:raise|raising|raised|lower|lowering|lowered|bump|bumped|bumping|cut|cutting) "
     r"(?:it|that|the [\w-]+(?: [\w-]+)?) (?:to|from)\b|"
-    r"\b(?:is|are|'s|'re) (?:fine|ok|okay|allowed) now\b"
+    r"\b(?:is|are|'s|'re) (?:fine|ok|okay|allowed) now\b|"
+    # a figure moved: "our budget goes from 60 to 96"
+    r"\b(?:goes|went|going|go|moved?|moves|changed?|changes|up|down) from \W?\d[\d,.]*\w* to \W?\d"
 )
 # a change of an earlier rule: "P0 now, not P1", "forget matte black, brushed brass", or
 # the words that also make a choice ("switch to", "drop the"), in a rule
