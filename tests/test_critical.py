@@ -474,6 +474,23 @@ def test_a_change_that_replaces_no_rule_makes_no_item() -> None:
     assert state["critical_replaced"] == []
 
 
+def test_a_change_that_names_the_rule_binds_though_the_rule_was_missed() -> None:
+    """ "change of rule on deploys from last week: ..." says a rule binds from now on,
+    though the rule it changes was never caught; a change that says only that a mind
+    changed makes no item. (Written for this test.)"""
+    state = _user_says(
+        "deploys on fridays are a bad idea, I've said it before",
+        "also change of rule on deploys from last week: friday deploys are fine now "
+        "when QA has signed the release off",
+        "ok, I've changed my mind on the colour thing.",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live == [
+        "also change of rule on deploys from last week: friday deploys are fine now "
+        "when QA has signed the release off"
+    ]
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

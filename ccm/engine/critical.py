@@ -1414,6 +1414,22 @@ def _bound_set_anew(later: str, earlier: str) -> bool:
     return bool(bound) and bool(_DIGIT.search(later)) and bool(_DIGIT.search(earlier))
 
 
+def names_the_change(text: str) -> bool:
+    """Whether a change names what it changes ("change of rule on paging: ...", "I take
+    back the no-progress-bar thing", "Priya changed the convention"): the new rule it
+    goes on to say binds from now on, whether or not the rule it changes was caught."""
+    lower = text.lower()
+    if len(subject(text)) < SAYS_TERMS:  # "ok, I've changed my mind on the photo thing."
+        return False
+    return NAMED_CHANGE.search(lower) is not None or (
+        _RULE_WORD.search(lower) is not None and CHANGED.search(lower) is not None
+    )
+
+
+_RULE_WORD = re.compile(r"\b(?:rule|convention|policy)\b")
+SAYS_TERMS = 6  # ... and says what the new rule is in this many terms at least
+
+
 def named_in(lower: str) -> set[str]:
     """The terms of what a change says it changes (`NAMED_CHANGE`), in lower case text."""
     return {

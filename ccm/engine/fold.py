@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 86
+STATE_VERSION = 87
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -853,7 +853,10 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
                 break
         if replaced is not None:
             break
-    if replaced is None and (kind == critical.REPLACEMENT or critical.only_replaces(text)):
+    if replaced is None and (
+        (kind == critical.REPLACEMENT and not critical.names_the_change(text))
+        or critical.only_replaces(text)
+    ):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
     if kind == critical.REPLACEMENT:
         kind = "preference"
