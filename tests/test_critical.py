@@ -491,6 +491,49 @@ def test_a_change_that_names_the_rule_binds_though_the_rule_was_missed() -> None
     ]
 
 
+@pytest.mark.parametrize(
+    ("preference", "change"),
+    [
+        (
+            "and I want a walnut worktop, the white ones show every stain",
+            "ok, I've changed my mind on walnut. oak is cheaper and it's the same look",
+        ),
+        (
+            "tabs for the indentation pls, the old files all use them",
+            "forget tabs. the formatter wants spaces and I'm not fighting it",
+        ),
+        (
+            "Sam wants a DJ, he's adamant, the band was too loud last time",
+            "Sam has come round to the band. they'll keep it under 90 dB",
+        ),
+    ],
+)
+def test_a_change_that_names_a_preference_said_earlier_replaces_it(
+    preference: str, change: str
+) -> None:
+    """A preference said as no rule ("I want a walnut worktop") and named later by a
+    change ("changed my mind on walnut") is recorded as replaced at its own turn, and
+    the change stands. (Written for this test.)"""
+    state = _user_says(preference, "the fitter comes on the 12th", change)
+    replaced = [
+        (c["turn"], c["superseded_by"]) for c in state["critical"] if c.get("superseded_by")
+    ]
+    assert replaced == [(1, 3)]
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert any(text.startswith(change.split(".")[0]) for text in live)
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_visit_is_no_change_of_mind() -> None:
+    """ "Graham came round on Saturday" is a visit: nothing is replaced. (Written for
+    this test.)"""
+    state = _user_says(
+        "we want the deposit back in full, no deductions for the carpet",
+        "Graham came round on Saturday and looked at the carpet again",
+    )
+    assert not any(c.get("superseded_by") for c in state["critical"])
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

@@ -772,7 +772,8 @@ CHANGED = re.compile(
     r"\bfrom now on\b|"
     r"\bchang(?:e|ed|es|ing)\b (?:of )?(?:my |our |the |that |this )?(?:own )?(?:[\w-]+ )?"
     r"(?:rule|mind|convention|policy|plan)\b|"
-    r"\b(?:take|taking|took) (?:it |that |this )?back\b|\bcome round (?:on|to)\b|"
+    r"\b(?:take|taking|took) (?:it |that |this )?back\b|(?:'ve|'s| have| has| had) come round "
+    r"(?:on|to)\b|\bcoming round to\b|"
     r"\b(?:goes|went|go|going|moves?|moved|comes|came) (?:down|up) to\b|\bmoved the goalposts\b|"
     r"\b(?:raise|raising|raised|lower|lowering|lowered|bump|bumped|bumping|cut|cutting) "
     r"(?:it|that|the [\w-]+(?: [\w-]+)?) (?:to|from)\b|"
@@ -791,11 +792,16 @@ CHANGE = re.compile(
 # no-progress-bar thing"
 NAMED_CHANGE = re.compile(
     r"\b(?:chang(?:e|ed|es|ing)|made up) (?:my|our) mind (?:about|on) (?P<what>[\w' -]{2,30})|"
-    r"\b(?:come|came|coming) round (?:on|to) (?P<what2>[\w' -]{2,30})|"
+    # (not a visit: "Graham came round on Saturday")
+    r"(?:'ve|'s| have| has| had) come round (?:on|to) (?P<what2>[\w' -]{2,30})|"
+    r"\bcoming round to (?P<what7>[\w' -]{2,30})|"
     r"\bchange of (?:rule|plan|heart|policy) (?:on|about|for) (?P<what3>[\w' -]{2,30})|"
     r"\bchang(?:e|ed|es|ing) (?:the|my|our|that|this) (?P<what4>[\w-]+(?: [\w-]+)?) "
     r"(?:rule|convention|policy)\b|"
-    r"\b(?:take|taking|took) back (?:the|my|what i said about) (?P<what5>[\w\'\" -]{2,40})"
+    r"\b(?:take|taking|took) back (?:the|my|what i said about) (?P<what5>[\w\'\" -]{2,40})|"
+    # a thing dropped by its name alone: "forget testify.", "forget biggest-first, ..."
+    r"(?:^|[.;:!,]\s*)(?:ok,? |and |so |oh and )?forget (?:about )?(?:the |my )?"
+    r"(?!(?:it|that|this|what|about|i|we|you)\b)(?P<what6>[\w'-]+(?: [\w'-]+){0,2})\s*(?:[.,;!]|$)"
 )
 # the figure a change says a rule had: "10 s cap, not 5", "instead of 20k", "from 60 to 96"
 OLD_FIGURE = re.compile(
@@ -1221,6 +1227,7 @@ def detect(
     `REPLACEMENT` (an item once it replaces a rule laid down before)."""
     if role not in ("user", "system"):
         return []
+    replacing = replacing and _may_change(text.lower())
     found: list[tuple[str, str]] = []
     for unit, under_heading in units(text, spec, quotes):
         parts = sentences(unit)
@@ -1279,15 +1286,41 @@ def detect(
     return found
 
 
+# words one of `CHANGED`, `RETRACTS` and `NAMED_CHANGE` cannot match without, looked for
+# as plain text first (most paragraphs have none: no regex is run)
+_CHANGE_WORDS = (
+    "chang", "take back", "took back", "taking back", "take it back", "take that back",
+    "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
+    "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
+    "disregard", "scrap", "drop the", "drop my", "drop that", "ditch", "down to", "up to",
+    "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
+    "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
+    "new target", "new number", "new figure",
+)  # fmt: skip
+# ... and the two that need a pattern: a limit moved, a figure moved
+_MOVE_WORDS = ("rais", "lower", "bump", "cut", "from ")
+_CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
+
+
+def _may_change(lower: str) -> bool:
+    """Whether lower case text may say a rule changes (`CHANGED`, `RETRACTS`,
+    `NAMED_CHANGE`): plain text looked for first, a pattern only where it can match."""
+    return any(word in lower for word in _CHANGE_WORDS) or (
+        any(word in lower for word in _MOVE_WORDS) and _CHANGE_MOVES.search(lower) is not None
+    )
+
+
 def _replacements(parts: list[str]) -> list[tuple[str, str]]:
     """The sentences of a paragraph that lays down no rule that say a rule changes, in
     words no rule is said in ("ok change of plan on my rule: 10 s cap, not 5", "sundays
     are fine now, 11 till 3"), each a `REPLACEMENT`; one said in few words ("and change
     of plan on nights.") with the sentence after it, which says what the change is."""
-    found = []
+    found: list[tuple[str, str]] = []
     for index, part in enumerate(parts):
         lower = part.lower()
-        if not (CHANGED.search(lower) or RETRACTS.search(lower)) or (
+        if not _may_change(lower):
+            continue
+        if not (CHANGED.search(lower) or RETRACTS.search(lower) or NAMED_CHANGE.search(lower)) or (
             QUESTION.search(lower) or _IF_CHANGED.match(lower)
         ):
             continue
@@ -1369,7 +1402,7 @@ def only_replaces(text: str) -> bool:
 def changes(text: str) -> bool:
     """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer")."""
     lower = text.lower()
-    return bool(CHANGE.search(lower) or REPLACE.search(lower))
+    return bool(CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower))
 
 
 def replaces(
@@ -1431,12 +1464,40 @@ SAYS_TERMS = 6  # ... and says what the new rule is in this many terms at least
 
 
 def named_in(lower: str) -> set[str]:
-    """The terms of what a change says it changes (`NAMED_CHANGE`), in lower case text."""
-    return {
-        term
-        for found in NAMED_CHANGE.finditer(lower)
-        for term in terms(next(group for group in found.groups() if group))
-    }
+    """The terms of what a change says it changes (`NAMED_CHANGE`), in lower case text
+    (a compound's words too: "forget biggest-first" names "biggest first")."""
+    named = set()
+    for found in NAMED_CHANGE.finditer(lower):
+        what = next(group for group in found.groups() if group)
+        named.update(terms(what))
+        named.update(terms(re.sub(r"[-_]", " ", what)))
+    return named
+
+
+PREFERENCE_CHARS = 300  # a preference kept to be named again is a sentence this long at most
+
+
+def preferences(text: str, rules: list[tuple[str, str]]) -> list[str]:
+    """The sentences of a user turn that sound like a preference (`PREFERS`) and are no
+    rule (none of `rules`, its items): kept, so that a change that names one later
+    replaces it ("I want an untethered one", then "I've changed my mind on tethered")."""
+    laid = " ".join(sentence for _, sentence in rules)
+    return [
+        sentence
+        for sentence in sentences(text)
+        if len(sentence) <= PREFERENCE_CHARS
+        and sentence not in laid
+        and PREFERS.search(sentence.lower())
+        and not QUESTION.search(sentence.lower())
+    ]
+
+
+# what a person's preference sounds like, kept to be found again when a change names it
+# ("I want an untethered one", "warm pls", "table tests pls", "don't bother with a test")
+PREFERS = re.compile(
+    r"\b(?:want|wants|prefer|prefers|need|needs)\b|\b(?:i|we|he|she|they) (?:really )?likes?\b|"
+    r"\b(?:pls|please|don'?t|never|no|not|only|always|keep|stays?|just use|rather)\b"
+)
 
 
 def left_standing(earlier: str, later: str) -> str:

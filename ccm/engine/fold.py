@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 87
+STATE_VERSION = 88
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -72,6 +72,7 @@ COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common 
 FAILURES_KEPT = 100
 CRITICAL_COMPARED = 200  # live rules a new one is compared with, for a change
 CRITICAL_REPLACED_KEPT = 20
+PREFERENCES_KEPT = 300  # user sentences that sound like a preference, kept to be named again
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
@@ -289,6 +290,9 @@ def new_state(session: str) -> State:
         "critical_keys": {},
         "critical_subjects": {},  # the content words of each rule said (see `_add_critical`)
         "critical_replaced": [],  # [turn, replaced at turn, text] of the latest changes
+        # [turn, sentence] of the latest preferences said that are no rule (`PREFERENCES_KEPT`):
+        # a change that names one later replaces it (see `_add_critical`)
+        "preferences": [],
         "decisions": [],
         "conclusions": [],
         "efforts": [],
@@ -853,6 +857,8 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
                 break
         if replaced is not None:
             break
+    if replaced is None and change:
+        replaced = _preference_named(state, turn, text)
     if replaced is None and (
         (kind == critical.REPLACEMENT and not critical.names_the_change(text))
         or critical.only_replaces(text)
@@ -874,6 +880,21 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
             state["critical_keys"][_critical_key(standing)] = replaced["turn"]
             _append_critical(state, replaced["turn"], replaced["kind"], standing)
     _append_critical(state, turn, kind, text)
+
+
+def _preference_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
+    """The latest preference said before `turn` (no rule when said: "I want an untethered
+    one") that the change `text` names ("I've changed my mind on tethered"), as a
+    critical item of its turn, to be replaced; None when the change names none."""
+    named = critical.named_in(text.lower())
+    if not named:
+        return None
+    for said_at, sentence in reversed(state["preferences"]):
+        if said_at < turn and named & set(terms(sentence)):
+            _append_critical(state, said_at, "preference", sentence)
+            item: dict[str, Any] = state["critical"][-1]
+            return item
+    return None
 
 
 def _append_critical(state: State, turn: int, kind: str, text: str) -> None:
@@ -1094,6 +1115,7 @@ class Reading:
     failure: bool
     pending: bool
     files: list[str]
+    preferences: list[str]  # sentences that sound like a preference and are no rule
 
 
 def _injected(turn: dict[str, Any]) -> bool:
@@ -1148,6 +1170,7 @@ def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
         role == "user" and _failure_said(lower),
         role in ("user", "assistant") and bool(PENDING.search(lower)),
         paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else [],
+        critical.preferences(text, rules) if role == "user" and named_speaker(turn) is None else [],
     )
 
 
@@ -1213,6 +1236,9 @@ def step(
         _register_conclusion(state, found, state["current"]["id"], text)
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
+    if reading.preferences:
+        state["preferences"] += [[number, sentence] for sentence in reading.preferences]
+        del state["preferences"][:-PREFERENCES_KEPT]
     if role == "user" and "so much for" in lower:
         _taken_back(state, number, lower)
     if failure:
