@@ -777,6 +777,24 @@ def test_a_stop_for_the_day_opens_no_topic(stop: str) -> None:
     assert [s["raw_lines"][0] for s in segments] == [1]
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "ok keep it. deposit 500 on friday, Sam signs, the rest after the wedding day, "
+        "Green Table invoice",
+        "do it. deposit 500 on friday, Sam signs, the rest after the wedding day, "
+        "Green Table invoice",
+    ],
+)
+def test_a_turn_that_acts_on_what_was_just_said_opens_no_topic(reply: str) -> None:
+    """Written for this test: a turn that opens by acting on what was just said ("ok
+    keep it.", "do it.") goes on with the topic at hand, though most of its words are
+    new and the segment has concluded."""
+    answer = "Noted: Green Table for 60 guests at 36 a head, the deposit of 500 on friday."
+    segments = _segments_of([*WEDDING, ("user", reply), ("assistant", answer)])
+    assert [s["raw_lines"][0] for s in segments] == [1]
+
+
 def test_a_conclusion_about_an_earlier_topic_starts_a_segment_of_its_own() -> None:
     """Written for this test: the crash fix goes out for testing, another topic is decided,
     then "beta2 in reaper and live, sample rate switched back and forth, no crash. ok that

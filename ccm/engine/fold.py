@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 88
+STATE_VERSION = 89
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -208,6 +208,16 @@ FOLLOW_UP = re.compile(
 LABEL = re.compile(
     r"^(?:(?P<lead>(?:ok(?:ay)?|right|now)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
 )
+# a turn that opens by acting on what was just said ("do it.", "ok keep it. but ...",
+# "leave it, not today", "ok that one's out"): the topic at hand goes on (not "while
+# that runs", which opens one)
+ACTS_ON_IT = re.compile(
+    r"(?<!while )\b(?:do|push|merge|leave|keep|park|add|ship|check|run|fix|write|drop|close|"
+    r"move|revert|try|test|hammer|tell|send|bin|scrap|put|make|commit|deploy|apply|open|post|"
+    r"print|change|delete|remove|update|pr) (?:it|that|this|them|those)\b|"
+    r"^(?:\W*\w+\W+)?that one'?s\b"
+)
+ACTS_WORDS = 6  # ... in its first words
 # back from a break: with the pause, a likelier new topic
 BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
 NOT_LABEL = frozenset(
@@ -1029,6 +1039,8 @@ def _topic_score(
         score -= 2.0  # it concludes what the segment was about
     if len(mine) < 3:
         score -= 1.0
+    if cue != "shift" and ACTS_ON_IT.search(" ".join(head.split()[:ACTS_WORDS])):
+        score -= 1.0  # it acts on what was just said: "do it.", "ok keep it. but ..."
     if SIGN_OFF.match(head) or conclusions.PAUSE.search(head):
         # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
         # listed: no topic taken up (the next one starts when the work does)
