@@ -534,6 +534,27 @@ def test_a_visit_is_no_change_of_mind() -> None:
     assert not any(c.get("superseded_by") for c in state["critical"])
 
 
+def test_a_figure_corrected_later_is_recorded_as_replaced() -> None:
+    """A figure said as a fact ("the allowance is £750 a year") and corrected later
+    ("it's £500, not £750") is recorded as replaced at its turn, and the correction
+    stands; a figure of one digit ("not 8"), a share ("not 100%") and a rule that says
+    the figure are left alone. (Written for this test.)"""
+    state = _user_says(
+        "the home office allowance is £750 a year, so the desk and the chair fit in it",
+        "never spend more than £750 of it on one thing though",
+        "checked the HR portal: the allowance is £500, not £750. ugh",
+        "the desk is 8 kg, I can carry it up myself",
+        "it's 9, not 8. and I'm not 100% sure the chair fits",
+    )
+    replaced = [
+        (c["turn"], c["superseded_by"]) for c in state["critical"] if c.get("superseded_by")
+    ]
+    assert replaced == [(1, 3)]
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert "never spend more than £750 of it on one thing though" in live
+    assert any("the allowance is £500, not £750" in text for text in live)
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

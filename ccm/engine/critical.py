@@ -807,6 +807,12 @@ NAMED_CHANGE = re.compile(
 OLD_FIGURE = re.compile(
     r"\b(?:instead of|not|rather than|was|from|up from|down from) \W?(?P<was>\d[\d,.]*(?:k|m)?)\b"
 )
+# a figure said to be wrong: "it's £842, not £480", "notice is 12 weeks, not 8", "the
+# allowance isn't 750", "it's NOT 8"
+CORRECTED = re.compile(
+    r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t|\bweren'?t)\s+(?:about |around |even |the )?"
+    r"[\u00a3$\u20ac]?(?P<was>\d[\d,.]*\d|\d)(?:k\b)?(?!\s*%)"
+)
 # an earlier word taken back as such: "forget what I said about console this morning"
 RETRACTS = re.compile(
     r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b|"
@@ -1305,8 +1311,10 @@ _CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfr
 def _may_change(lower: str) -> bool:
     """Whether lower case text may say a rule changes (`CHANGED`, `RETRACTS`,
     `NAMED_CHANGE`): plain text looked for first, a pattern only where it can match."""
-    return any(word in lower for word in _CHANGE_WORDS) or (
-        any(word in lower for word in _MOVE_WORDS) and _CHANGE_MOVES.search(lower) is not None
+    return (
+        any(word in lower for word in _CHANGE_WORDS)
+        or (any(word in lower for word in _MOVE_WORDS) and _CHANGE_MOVES.search(lower) is not None)
+        or (("not" in lower or "n't" in lower) and CORRECTED.search(lower) is not None)
     )
 
 
@@ -1320,7 +1328,8 @@ def _replacements(parts: list[str]) -> list[tuple[str, str]]:
         lower = part.lower()
         if not _may_change(lower):
             continue
-        if not (CHANGED.search(lower) or RETRACTS.search(lower) or NAMED_CHANGE.search(lower)) or (
+        said = CHANGED.search(lower) or RETRACTS.search(lower) or NAMED_CHANGE.search(lower)
+        if not (said or CORRECTED.search(lower)) or (
             QUESTION.search(lower) or _IF_CHANGED.match(lower)
         ):
             continue
@@ -1402,7 +1411,12 @@ def only_replaces(text: str) -> bool:
 def changes(text: str) -> bool:
     """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer")."""
     lower = text.lower()
-    return bool(CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower))
+    return bool(
+        CHANGE.search(lower)
+        or REPLACE.search(lower)
+        or NAMED_CHANGE.search(lower)
+        or CORRECTED.search(lower)
+    )
 
 
 def replaces(
@@ -1423,6 +1437,10 @@ def replaces(
         return False
     shared = len(a & b)
     lower = later.lower()
+    if not (CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower)):
+        # a correction alone ("£4,360, not £3,860") replaces no rule: what it corrects was
+        # said as a fact (`ccm.engine.fold` keeps those, and replaces the one it names)
+        return False
     # "forget what I said about console" names what it replaces: two terms in common do
     explicit = RETRACTS.search(lower) is not None
     if shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b))):
@@ -1433,11 +1451,22 @@ def replaces(
     # or the figure it had ("10 s cap, not 5", "16,500 instead of 20k"): one term does
     if named_in(lower) & b:
         return True
-    said = earlier.lower()
-    return bool(shared) and any(
-        re.search(rf"(?<![\w.,]){re.escape(found.group('was'))}(?!\w|[.,]\d)", said)
-        for found in OLD_FIGURE.finditer(lower)
-    )
+    return bool(shared) and says_figure(earlier.lower(), old_figures(lower))
+
+
+def old_figures(lower: str) -> set[str]:
+    """The figures a change or a correction says something had ("not 50", "instead of
+    20k", "isn't 750"), in lower case text: two digits at least (a "3" or an "8" is in
+    too many things said)."""
+    found = [match.group("was") for match in OLD_FIGURE.finditer(lower)]
+    found += [match.group("was") for match in CORRECTED.finditer(lower)]
+    return {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
+
+
+def says_figure(lower: str, figures: set[str]) -> bool:
+    """Whether lower case text says one of `figures` as a figure of its own ("480" in
+    "£480 a year", not in "14,480" nor "4.80")."""
+    return any(re.search(rf"(?<![\w.,]){re.escape(f)}(?!\w|[.,]\d)", lower) for f in figures)
 
 
 def _bound_set_anew(later: str, earlier: str) -> bool:
@@ -1477,17 +1506,19 @@ def named_in(lower: str) -> set[str]:
 PREFERENCE_CHARS = 300  # a preference kept to be named again is a sentence this long at most
 
 
-def preferences(text: str, rules: list[tuple[str, str]]) -> list[str]:
-    """The sentences of a user turn that sound like a preference (`PREFERS`) and are no
-    rule (none of `rules`, its items): kept, so that a change that names one later
-    replaces it ("I want an untethered one", then "I've changed my mind on tethered")."""
+def remembered(text: str, rules: list[tuple[str, str]]) -> list[str]:
+    """The sentences of a user turn that sound like a preference (`PREFERS`) or say a
+    figure, and are no rule (none of `rules`, its items): kept, so that a change or a
+    correction that names one later replaces it ("I want an untethered one", then
+    "I've changed my mind on tethered"; "the kit's about £14k", then "more like £17.5k,
+    not 14k")."""
     laid = " ".join(sentence for _, sentence in rules)
     return [
         sentence
         for sentence in sentences(text)
         if len(sentence) <= PREFERENCE_CHARS
         and sentence not in laid
-        and PREFERS.search(sentence.lower())
+        and (PREFERS.search(sentence.lower()) or _DIGIT.search(sentence))
         and not QUESTION.search(sentence.lower())
     ]
 
@@ -1505,10 +1536,20 @@ def left_standing(earlier: str, later: str) -> str:
     sentences that share no term with `later`, when one of them is a rule ("no exec.
     RAW is append-only, nobody deletes anything in it. and all times in UTC please",
     then "from now on give me times in Oslo time": the first two stand); else ""."""
-    # what it says it changes, when it names it ("changing my mind on the preset"), else
-    # all it says
+    # the sentences that say the figure it corrects ("not 3,860"), else those with what it
+    # says it changes ("changing my mind on the preset"), else with anything it says
+    parts = sentences(earlier)
+    figures = old_figures(later.lower())
+    if not any(says_figure(part.lower(), figures) for part in parts):
+        figures = set()
     changed = named_in(later.lower()) or subject(later)
-    kept = [part for part in sentences(earlier) if changed.isdisjoint(terms(part))]
+    kept = [
+        part
+        for part in parts
+        if not (
+            says_figure(part.lower(), figures) if figures else not changed.isdisjoint(terms(part))
+        )
+    ]
     # a rule, or what is not done, said with the rule that changed ("we're not doing
     # viewings ourselves, ... and no viewings on sundays either", then "sundays are fine
     # now": the first stands)

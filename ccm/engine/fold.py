@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 89
+STATE_VERSION = 90
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -72,7 +72,7 @@ COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common 
 FAILURES_KEPT = 100
 CRITICAL_COMPARED = 200  # live rules a new one is compared with, for a change
 CRITICAL_REPLACED_KEPT = 20
-PREFERENCES_KEPT = 300  # user sentences that sound like a preference, kept to be named again
+SAID_KEPT = 300  # user sentences with a preference or a figure, kept to be named again
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
@@ -300,9 +300,9 @@ def new_state(session: str) -> State:
         "critical_keys": {},
         "critical_subjects": {},  # the content words of each rule said (see `_add_critical`)
         "critical_replaced": [],  # [turn, replaced at turn, text] of the latest changes
-        # [turn, sentence] of the latest preferences said that are no rule (`PREFERENCES_KEPT`):
-        # a change that names one later replaces it (see `_add_critical`)
-        "preferences": [],
+        # [turn, sentence] of the latest preferences and figures said that are no rule
+        # (`SAID_KEPT`): a change or a correction that names one replaces it (`_add_critical`)
+        "said": [],
         "decisions": [],
         "conclusions": [],
         "efforts": [],
@@ -868,14 +868,14 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         if replaced is not None:
             break
     if replaced is None and change:
-        replaced = _preference_named(state, turn, text)
+        replaced = _said_named(state, turn, text)
     if replaced is None and (
         (kind == critical.REPLACEMENT and not critical.names_the_change(text))
         or critical.only_replaces(text)
     ):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
-    if kind == critical.REPLACEMENT:
-        kind = "preference"
+    if kind == critical.REPLACEMENT:  # what it changes: a preference, a figure, a rule
+        kind = replaced["kind"] if replaced is not None else "preference"
     state["critical_keys"][key] = turn  # (an item that is made: what it says, its subject)
     state["critical_subjects"][same] = turn
     if replaced is not None:
@@ -892,18 +892,27 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
     _append_critical(state, turn, kind, text)
 
 
-def _preference_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
-    """The latest preference said before `turn` (no rule when said: "I want an untethered
-    one") that the change `text` names ("I've changed my mind on tethered"), as a
-    critical item of its turn, to be replaced; None when the change names none."""
-    named = critical.named_in(text.lower())
-    if not named:
+def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
+    """The latest preference or figure said before `turn` as no rule ("I want an
+    untethered one", "notice is 8 weeks") that the change or correction `text` names
+    ("I've changed my mind on tethered", "it's 12 weeks, not 8"), as a critical item of
+    its turn, to be replaced; None when it names none."""
+    lower = text.lower()
+    named, figures = critical.named_in(lower), critical.old_figures(lower)
+    if not named and not figures:
         return None
-    for said_at, sentence in reversed(state["preferences"]):
-        if said_at < turn and named & set(terms(sentence)):
-            _append_critical(state, said_at, "preference", sentence)
-            item: dict[str, Any] = state["critical"][-1]
-            return item
+    for said_at, sentence in reversed(state["said"]):
+        if said_at >= turn:
+            continue
+        if named & set(terms(sentence)):
+            kind = "preference"
+        elif figures and critical.says_figure(sentence.lower(), figures):
+            kind = "constraint"
+        else:
+            continue
+        _append_critical(state, said_at, kind, sentence)
+        item: dict[str, Any] = state["critical"][-1]
+        return item
     return None
 
 
@@ -1127,7 +1136,7 @@ class Reading:
     failure: bool
     pending: bool
     files: list[str]
-    preferences: list[str]  # sentences that sound like a preference and are no rule
+    said: list[str]  # sentences with a preference or a figure that are no rule
 
 
 def _injected(turn: dict[str, Any]) -> bool:
@@ -1182,7 +1191,7 @@ def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
         role == "user" and _failure_said(lower),
         role in ("user", "assistant") and bool(PENDING.search(lower)),
         paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else [],
-        critical.preferences(text, rules) if role == "user" and named_speaker(turn) is None else [],
+        critical.remembered(text, rules) if role == "user" and named_speaker(turn) is None else [],
     )
 
 
@@ -1248,9 +1257,9 @@ def step(
         _register_conclusion(state, found, state["current"]["id"], text)
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
-    if reading.preferences:
-        state["preferences"] += [[number, sentence] for sentence in reading.preferences]
-        del state["preferences"][:-PREFERENCES_KEPT]
+    if reading.said:
+        state["said"] += [[number, sentence] for sentence in reading.said]
+        del state["said"][:-SAID_KEPT]
     if role == "user" and "so much for" in lower:
         _taken_back(state, number, lower)
     if failure:
