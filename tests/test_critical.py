@@ -555,6 +555,16 @@ def test_a_figure_corrected_later_is_recorded_as_replaced() -> None:
     assert any("the allowance is £500, not £750" in text for text in live)
 
 
+def test_a_figure_is_found_as_said_with_its_ending_but_not_inside_another() -> None:
+    from ccm.engine.critical import says_figure
+
+    assert says_figure("they want it by the 20th of april", {"20"})
+    assert says_figure("the plot is 200m2, more or less", {"200"})
+    assert says_figure("best one was £480 for the year", {"480"})
+    assert not says_figure("14,480 rows and 4.80 a head", {"480"})
+    assert not says_figure("2000 of them", {"200"})
+
+
 def test_a_limit_set_anew_replaces_the_old_one_and_a_choice_dropped_is_no_rule() -> None:
     """ "the ceiling is now 9,500" replaces "8,000 is the absolute ceiling" though they
     share one word; "forget the train, we're flying" drops a choice, not a rule, and

@@ -1465,8 +1465,13 @@ def old_figures(lower: str) -> set[str]:
 
 def says_figure(lower: str, figures: set[str]) -> bool:
     """Whether lower case text says one of `figures` as a figure of its own ("480" in
-    "£480 a year", not in "14,480" nor "4.80")."""
-    return any(re.search(rf"(?<![\w.,]){re.escape(f)}(?!\w|[.,]\d)", lower) for f in figures)
+    "£480 a year", "the 20th", "200m2"; not in "14,480" nor "4.80")."""
+    return any(
+        re.search(
+            rf"(?<![\w.,]){re.escape(f)}(?:st|nd|rd|th|[a-z]{{1,3}}\d?|\u00b2)?(?!\w|[.,]\d)", lower
+        )
+        for f in figures
+    )
 
 
 def _bound_set_anew(later: str, earlier: str) -> bool:
