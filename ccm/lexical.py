@@ -157,24 +157,25 @@ def _fold(char: str) -> str:
 _STEMS = Memo(stem, 1 << 18)  # word -> stem, looked up by `map` (a hot path)
 
 
-class _Numbering(dict[str, int]):
-    """term -> 0, 1, 2... in order of first sight."""
-
-    def __missing__(self, term: str) -> int:
-        self[term] = number = len(self)
-        return number
+def _split(text: str) -> tuple[list[str], list[str]]:
+    """The lower-cased words of `text` (each to be stemmed), and its terms besides them:
+    its compounds whole and the words of its camel-case names (already terms)."""
+    lower = text.lower()
+    words = lower.translate(_SPACED).split() if lower.isascii() else _WORD.findall(lower)
+    extra: list[str] = []
+    if not _JOINS.isdisjoint(lower):
+        extra += map(_folded, compound_words(lower))
+    if _CAMEL_AT.search(text):
+        extra += (term for _, term in camel_parts(text))
+    return words, extra
 
 
 def term_counts(text: str) -> dict[str, int]:
     """The stemmed terms of `text` with their frequencies, its compounds whole, and
     the words of its camel-case names besides the names."""
-    lower = text.lower()
-    words = lower.translate(_SPACED).split() if lower.isascii() else _WORD.findall(lower)
+    words, extra = _split(text)
     counts = Counter(map(_STEMS.__getitem__, words))
-    if not _JOINS.isdisjoint(lower):
-        counts.update(map(_folded, compound_words(lower)))
-    if _CAMEL_AT.search(text):
-        counts.update(term for _, term in camel_parts(text))
+    counts.update(extra)
     return counts
 
 
@@ -637,21 +638,11 @@ def _read(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, lis
     extra: list[str] = []  # compounds and the words of camel-case names, whole
     extra_of: list[int] = []
     for position, text in enumerate(texts):
-        lower = text.lower()
-        before = len(found)
-        found.extend(
-            map(
-                words.__getitem__,
-                lower.translate(_SPACED).split() if lower.isascii() else _WORD.findall(lower),
-            )
-        )
-        sizes.append(len(found) - before)
-        before = len(extra)
-        if not _JOINS.isdisjoint(lower):
-            extra += map(_folded, compound_words(lower))
-        if _CAMEL_AT.search(text):
-            extra += (term for _, term in camel_parts(text))
-        extra_of += repeat(position, len(extra) - before)
+        said, besides = _split(text)
+        found.extend(map(words.__getitem__, said))
+        sizes.append(len(said))
+        extra += besides
+        extra_of += repeat(position, len(besides))
     found.extend(map(words.terms.__getitem__, extra))
     count = len(texts)
     of = np.concatenate(
@@ -682,11 +673,11 @@ def _postings(
 def _by_term(terms: list[str], rows: np.ndarray) -> tuple[list[str], list[int], np.ndarray]:
     """Postings of any order (`terms`, one a posting) term by term, each term's in the
     order given: the terms, where each term's postings start (and the end), the rows."""
-    vocabulary = _Numbering()
+    vocabulary = _Terms()
     ids = np.fromiter(map(vocabulary.__getitem__, terms), dtype=np.int64, count=len(terms))
     order = np.argsort(ids, kind="stable")
     bounds = np.searchsorted(ids[order], np.arange(len(vocabulary) + 1)).tolist()
-    return list(vocabulary), bounds, rows[order]
+    return vocabulary.names, bounds, rows[order]
 
 
 def _each_term(terms: list[str], bounds: list[int]) -> list[str]:
