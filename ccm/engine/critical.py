@@ -26,8 +26,10 @@ gets embedded by the ingest team..."), else the rule sentence with its neighbour
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from ccm.engine.text import is_record, sentences, skipping, terms
 
@@ -1408,15 +1410,33 @@ def only_replaces(text: str) -> bool:
     return cues == {"replace"}
 
 
-def changes(text: str) -> bool:
-    """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer")."""
-    lower = text.lower()
-    return bool(
-        CHANGE.search(lower)
-        or REPLACE.search(lower)
-        or NAMED_CHANGE.search(lower)
-        or CORRECTED.search(lower)
+class _Said(NamedTuple):
+    """What a text says of a change, read once however many rules it is compared with."""
+
+    change: bool  # it says a rule changes ("now", "forget", "instead", "no longer")
+    corrects: bool  # it says a figure was wrong ("£500, not £750")
+    explicit: bool  # it takes an earlier word back as such (`RETRACTS`)
+    named: frozenset[str]  # the terms of what it says it changes (`named_in`)
+    figures: frozenset[str]  # the figures it says something had (`old_figures`)
+
+
+@lru_cache(maxsize=256)
+def change_said(lower: str) -> _Said:
+    """`_Said` of lower case text (a change is compared with many rules, and kept ones)."""
+    return _Said(
+        bool(CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower)),
+        CORRECTED.search(lower) is not None,
+        RETRACTS.search(lower) is not None,
+        frozenset(named_in(lower)),
+        frozenset(old_figures(lower)),
     )
+
+
+def changes(text: str) -> bool:
+    """Whether `text` says it changes a rule ("now", "forget", "instead", "no longer") or
+    corrects a figure ("£500, not £750")."""
+    said = change_said(text.lower())
+    return said.change or said.corrects
 
 
 def replaces(
@@ -1437,21 +1457,21 @@ def replaces(
         return False
     shared = len(a & b)
     lower = later.lower()
-    if not (CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower)):
+    said = change_said(lower)
+    if not said.change:
         # a correction alone ("£4,360, not £3,860") replaces no rule: what it corrects was
         # said as a fact (`ccm.engine.fold` keeps those, and replaces the one it names)
         return False
     # "forget what I said about console" names what it replaces: two terms in common do
-    explicit = RETRACTS.search(lower) is not None
-    if shared >= 2 and (explicit or shared >= 0.3 * min(len(a), len(b))):
+    if shared >= 2 and (said.explicit or shared >= 0.3 * min(len(a), len(b))):
         return True
     if not named:
         return _bound_set_anew(lower, earlier)
     # the rule changed named ("changed my mind about short", "change of rule on paging"),
     # or the figure it had ("10 s cap, not 5", "16,500 instead of 20k"): one term does
-    if named_in(lower) & b:
+    if said.named & b:
         return True
-    return bool(shared) and says_figure(earlier.lower(), old_figures(lower))
+    return bool(shared) and says_figure(earlier.lower(), said.figures)
 
 
 def old_figures(lower: str) -> set[str]:
@@ -1463,7 +1483,7 @@ def old_figures(lower: str) -> set[str]:
     return {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
 
 
-def says_figure(lower: str, figures: set[str]) -> bool:
+def says_figure(lower: str, figures: Set[str]) -> bool:
     """Whether lower case text says one of `figures` as a figure of its own ("480" in
     "£480 a year", "the 20th", "200m2"; not in "14,480" nor "4.80")."""
     return any(
@@ -1544,10 +1564,11 @@ def left_standing(earlier: str, later: str) -> str:
     # the sentences that say the figure it corrects ("not 3,860"), else those with what it
     # says it changes ("changing my mind on the preset"), else with anything it says
     parts = sentences(earlier)
-    figures = old_figures(later.lower())
+    said = change_said(later.lower())
+    figures: Set[str] = said.figures
     if not any(says_figure(part.lower(), figures) for part in parts):
         figures = set()
-    changed = named_in(later.lower()) or subject(later)
+    changed = said.named or subject(later)
     kept = [
         part
         for part in parts

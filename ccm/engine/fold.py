@@ -897,8 +897,8 @@ def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
     untethered one", "notice is 8 weeks") that the change or correction `text` names
     ("I've changed my mind on tethered", "it's 12 weeks, not 8"), as a critical item of
     its turn, to be replaced; None when it names none."""
-    lower = text.lower()
-    named, figures = critical.named_in(lower), critical.old_figures(lower)
+    said = critical.change_said(text.lower())
+    named, figures = said.named, said.figures
     if not named and not figures:
         return None
     for said_at, sentence in reversed(state["said"]):
