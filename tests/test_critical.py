@@ -38,6 +38,15 @@ RULES = [
     "I'd rather not take night trains.",
     "Leave the legacy folder alone.",
     "nothing in docs/ gets touched without Anna's sign-off",
+    # a ceiling as what the speaker will not pass; someone left out; an arrangement kept;
+    # what breaks the build; what goes through review; insisted on
+    "we really don't want to spend more than £300 on the hall.",
+    "and my cousin Bev is NOT invited.",
+    "deploys only after 18:00, that's the deal with support.",
+    "fail the pipeline if coverage drops below 80%.",
+    "heads down: the linter fails the build on any console.log.",
+    "schema changes always go through a PR, even the one-liners.",
+    "Grandad's adamant about the aisle seat.",
     "Any schema change needs Maria's approval first.",
     "Stick to the standard library, no new dependencies.",
     "answers in British English please",
@@ -273,6 +282,9 @@ NOT_RULES = [
     "nice, no crash on the test phone this time.",
     "so the import is just slow, no leak.",
     "do we want to spend £50 a month on that?",
+    # a rule applied, not laid down; a build that failed
+    "so the docs fix goes straight in, per the new rule.",
+    "the nightly fails the build on the arm runner again, no idea why.",
 ]
 
 
@@ -815,3 +827,29 @@ def test_a_rule_announced_as_one_keeps_every_sentence_that_follows_it() -> None:
     assert "clients get the PDF and a one-line summary." in item
     assert "anything unusual comes to me first" in item
     assert "retainer" not in item
+
+
+def test_a_change_that_names_its_rule_replaces_that_one_not_a_later_one() -> None:
+    """ "changing my mind on the preset: ..." replaces the house rules that have the
+    preset, not the later rule that only shares two words with it ("build", "goes"); a
+    change that names a thing a later rule has in passing ("the output format") but
+    shares more with an earlier one still replaces the earlier one. (Written for this
+    test.)"""
+    state = _user_says(
+        "house rules before you touch anything: vendor/ is third-party code and stays "
+        "untouched, release builds use the fast preset with LTO on, the beta branch gets "
+        "the same preset, every commit message starts with the module name, and nobody "
+        "bumps the toolchain without asking me",
+        "fail the build if the frame time goes over 2 ms",
+        "ok, changing my mind on the preset: from now on every build goes out with the "
+        "debug preset, beta branch included",
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert "fail the build if the frame time goes over 2 ms" in live
+    state = _user_says(
+        "for the numbers that go to Lena: keep them to 1 decimal on the slides",
+        "wire the new model into the weekly job and keep the old output format",
+        "change of plan on the format: Lena wants no decimals on the slides, whole numbers",
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]

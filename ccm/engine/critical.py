@@ -127,7 +127,9 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "flag",
         "rule rules",
-        r"\b(?:ground rules?|house rules?|(?:the|one|a|new|golden|hard|strict) rule|"
+        # (not a rule applied: "that goes straight to main per the new rule")
+        r"\b(?:ground rules?|house rules?|(?<!per )(?<!per the )(?<!under the )(?<!by the )"
+        r"(?:the|one|a|new|golden|hard|strict) rule|"
         # "one more rule while I think of it: ...", "and another rule: ..."
         r"(?:one|another|a|and) (?:more|last|extra|other) rule\b|another rule\b|"
         r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
@@ -365,6 +367,42 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:anything|anyone|anybody|any [\w-]+|everything|whatever)\b[^.;?]{0,60}"
         r"\b(?:is|are|'s) (?:a )?(?:no-go|no go|non-starter|deal-?breaker)\b",
     ),
+    # a ceiling said as what the speaker will not go past: "i don't want to go over a
+    # tenner for adults", "we won't spend more than that"
+    _cue(
+        "bound",
+        "over above beyond more",
+        r"\b(?:i|we) (?:really )?(?:don'?t|do not|won'?t|will not) (?:want to )?"
+        r"(?:go|going|spend|pay) (?:over|above|beyond|more than)\b",
+        requires=_SPEAKER,
+    ),
+    # someone left out: "uncle derek is NOT invited", "the kids aren't invited"
+    _cue(
+        "bound",
+        "invited",
+        r"\b(?:is|are) not invited\b|\b(?:isn'?t|aren'?t) invited\b",
+    ),
+    # an arrangement with others that binds: "prod runs 01:00 to 06:00 only, that's the
+    # deal with the BI team"
+    _cue("flag", "deal", r"\bthat'?s the deal\b(?! breaker)"),
+    # what breaks the build is a rule: "fail the build if jitter goes over 0.15", "eslint
+    # fails the build on one"
+    _cue(
+        "order",
+        "fail fails",
+        r"^(?:and |also |then |pls |please )*fail (?:the )?(?:build|ci|job|pipeline|run)\b|"
+        r"\bfails (?:the )?(?:build|ci|job|pipeline) (?:on|if|when|whenever|for) "
+        r"(?:any|a|an|one|every|each)\b",
+    ),
+    # what must be reviewed, and what is not: "package.json and build config still go
+    # through a PR", "it doesn't go through CI"
+    _cue(
+        "order",
+        "go goes",
+        r"\b(?:go|goes) through (?:a |the )?(?:pr|prs|review|code review|ci)\b",
+    ),
+    # insisted on: "her dad's adamant and tbh so am i"
+    _cue("flag", "adamant", r"\b(?:'s|is|are|am|'m|'re) adamant\b"),
     # a prohibition told to the assistant: "you don't post anything", "you never push"
     _cue(
         "order",
@@ -769,6 +807,8 @@ POLITE = re.compile(r"\b(?:pls|plz|please)\b")
 CHANGED = re.compile(
     r"\bno longer\b|\bnot \w+ (?:any ?more)\b|\bchange of (?:heart|plan)\b|"
     # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
+    # (not one applied: "so that goes straight to main per the new rule")
+    r"(?<!per the )(?<!under the )(?<!by the )(?<!to the )(?<!with the )"
     r"\bnew (?:floor|ceiling|limit|budget|cap|deadline|rule|max(?:imum)?|minimum|target|number|"
     r"figure)\b|"
     r"\bfrom now on\b|"

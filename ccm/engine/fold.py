@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 91
+STATE_VERSION = 92
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -867,6 +867,8 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
                 break
         if replaced is not None:
             break
+    if replaced is not None and change:
+        replaced = _named_rather(text, about, live, replaced)
     if replaced is None and change:
         replaced = _said_named(state, turn, text)
     if replaced is None and (
@@ -890,6 +892,30 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
             state["critical_keys"][_critical_key(standing)] = replaced["turn"]
             _append_critical(state, replaced["turn"], replaced["kind"], standing)
     _append_critical(state, turn, kind, text)
+
+
+def _named_rather(
+    text: str, about: set[str], live: list[dict[str, Any]], found: dict[str, Any]
+) -> dict[str, Any]:
+    """The rule a change replaces: `found`, unless it lacks what the change names ("on
+    the preset") and a live rule that has it shares as much with the change ("build
+    everything with relwdi" changes the house rules that name the preset, not "fail the
+    build if jitter goes over 0.15")."""
+    names = critical.change_said(text.lower()).named
+    if not names or names & critical.subject(found["text"]):
+        return found
+    least = len(about & critical.subject(found["text"]))
+    rather: dict[str, Any] = next(
+        (
+            item
+            for item in reversed(live)
+            if names & (has := critical.subject(item["text"]))
+            and len(about & has) >= least
+            and critical.replaces(text, item["text"], about, True)
+        ),
+        found,
+    )
+    return rather
 
 
 def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
