@@ -750,6 +750,10 @@ SETTLED = [
     ("ok, the upload timeout is actually fixed: chunking plus the retry", "resolution"),
     ("good. the logo swap and the favicons, done", "task"),
     ("zero gaps overnight. ok, I'm calling the importer thing fixed", "resolution"),
+    # a choice with "then" and its specifics after a colon; a booking ordered
+    ("hm, fair. the overnight ferry then: one cabin, the kids on the top bunks", "decision"),
+    ("Yes. Book him. I'll send the deposit on Monday.", "decision"),
+    ("ok, right, book the Lakeside. Friday the 9th, 40 people", "decision"),
 ]
 NOT_SETTLED = [
     # a matter still to take care of, a stop, a question, a habit, an ironic fix
@@ -820,6 +824,10 @@ NOT_SETTLED = [
     "don't forget the receipts. the accountant wants them all",
     "ok, forget it. not worth the argument",
     "I always forget passwords.",
+    # a plan to book, a booking asked about, a time before a colon
+    "I'll book the flights tomorrow, my eyes are going",
+    "should we book a table somewhere near the station?",
+    "the coach leaves at 7, and then: nothing till Lyon",
 ]
 BEFORE_SETTLED = [
     ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")

@@ -573,6 +573,17 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\b(?:we|i)(?:'ve| have)? switched to\b",
         ),
     ),
+    # a booking ordered: "Yes. Book it.", "ok, right, book Aled, 2 June" (not "I'll
+    # book the flights tomorrow": a plan)
+    (
+        "decision",
+        ("book",),
+        _rx(
+            r"(?:^|[.!?]\s+)(?:(?:yes|ok(?:ay)?|right|fine|so|then)[,.]?\s+){0,2}book "
+            r"(?!(?:a|an|some|any|me|us|in|into|now|soon|early|later|tomorrow|online|for|"
+            r"with)\b)(?:it|him|her|them|that|this|the \w+|\w+)\b"
+        ),
+    ),
     (
         "decision",
         ("decide", "lock"),
@@ -815,7 +826,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             rf"anything|nothing)\b)"
             # (not a time: "152 can sit till then", "it won't have 540 by then")
             rf"{_SAID}(?: {_SAID}){{0,6}}(?<!\btill)(?<!\buntil)(?<!\bby)(?<!\bsince)"
-            rf"(?<!\bbefore)(?<!\bafter)(?<!\bfrom) then(?=\s*(?:[,.;!]|$))"
+            rf"(?<!\bbefore)(?<!\bafter)(?<!\bfrom) then(?=\s*(?:[,.;!]|$)|: \w)"
         ),
     ),
     # insight: a finding stated
