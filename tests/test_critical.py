@@ -47,6 +47,11 @@ RULES = [
     "heads down: the linter fails the build on any console.log.",
     "schema changes always go through a PR, even the one-liners.",
     "Grandad's adamant about the aisle seat.",
+    # a way of working asked for for good
+    "from now on, could you give me the times in Lisbon time, not UTC?",
+    "can we keep the changelog in one file going forward?",
+    # a time to meet said in words
+    "doors at 6, and I want the hall cleared by half past ten.",
     "Any schema change needs Maria's approval first.",
     "Stick to the standard library, no new dependencies.",
     "answers in British English please",
@@ -284,6 +289,8 @@ NOT_RULES = [
     "do we want to spend £50 a month on that?",
     # a rule applied, not laid down; a build that failed
     "so the docs fix goes straight in, per the new rule.",
+    "will you be around from now on?",
+    "could you maybe send it in the morning from now on?",
     "the nightly fails the build on the arm runner again, no idea why.",
 ]
 

@@ -754,7 +754,7 @@ LIMIT = re.compile(
     r"no (?:more|longer|later|earlier) than|not (?:more|longer|later) than|"
     r"(?:less|fewer|shorter|longer|more) than|under|below|within|up to|all in|"
     r"only|until|till|by (?:mon|tue|wed|thu|fri|sat|sun|the end|end of|eod|tomorrow|"
-    r"tonight|noon|\d)|before (?:mon|tue|wed|thu|fri|sat|sun|the|we|you|\d)|"
+    r"tonight|noon|midnight|midday|lunch|(?:a )?(?:quarter|half) (?:to|past)|\d)|before (?:mon|tue|wed|thu|fri|sat|sun|the|we|you|\d)|"
     r"stays? (?:where|as|put|the same|untouched|unchanged|in place)|"
     r"not (?:touching|moving|changing))\b"
 )
@@ -878,6 +878,12 @@ QUESTION = re.compile(
     # -count=10, always", "when a release goes bad, roll back"
     r"(?:where|when)(?! (?:i|you|we|they|he|she|a|an|the|my|our|your|their|his|her|"
     r"this|that|anyone|someone|somebody|anything|something)\b)|any idea|i wonder)\b"
+)
+# a way of working asked for good: "from now on, can you write everything in minutes?",
+# "can we do everything in km from now on?"
+STANDING = re.compile(
+    r"\b(?:can|could|would) (?:you|we) (?!be\b)[^?]{0,80}\b(?:from now on|going forward)\b|"
+    r"\b(?:from now on|going forward),? (?:can|could|would) (?:you|we) (?!be\b)"
 )
 HEDGE = re.compile(
     r"\b(?:maybe|perhaps|probably|possibly|i think(?! of (?:it|that|this)\b)|i guess|i bet|"
@@ -1253,6 +1259,8 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
             score += weight
             if weight > best_weight:
                 best, best_weight = cue.name, weight
+    if STANDING.search(lower) and not HEDGE.search(lower):
+        return max(score, THRESHOLD), best or "flag"  # asked, but for good
     if score >= THRESHOLD and (QUESTION.search(lower) or HEDGE.search(lower)):
         return 0.0, None  # a question, a guess or a hypothetical lays down nothing
     return score, best
