@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ccm.engine.critical import core, detect, replaces, units
-from ccm.engine.fold import Params, fold, new_state
+from ccm.engine.fold import Params, _denied, fold, new_state
 
 RULES = [
     "Hard budget: €4,200 for both of us.",
@@ -859,4 +859,57 @@ def test_a_change_that_names_its_rule_replaces_that_one_not_a_later_one() -> Non
         "wire the new model into the weekly job and keep the old output format",
         "change of plan on the format: Lena wants no decimals on the slides, whole numbers",
     )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def _said(*turns: tuple[str, str]) -> dict[str, Any]:
+    """The engine's state after turns, each (role, text)."""
+    return fold(
+        new_state("s"),
+        [
+            {"turn": n, "role": role, "content": text, "ts": None}
+            for n, (role, text) in enumerate(turns, 1)
+        ],
+        Params(),
+    )
+
+
+def test_a_figure_the_evidence_denies_is_recorded_as_replaced() -> None:
+    """The assistant's reading of a document or a log that says a figure the user gave
+    is not so ("40 persons, not 50") records the user's sentence as replaced at the
+    reading's turn, and makes no item of the reading; the user's own correction ("£150
+    not £99") is no figure to deny, a figure's compound ("not 144-specific") denies
+    nothing, and "not £14k" denies 14k, not the 14 of "14 days". (Written for this
+    test.)"""
+    state = _said(
+        ("user", "the barn takes 60 for a sit-down meal so we're fine on space."),
+        ("assistant", "Clause 4.2 of their terms: seated dinners are 45 people max, not 60."),
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]
+    assert [c["turn"] for c in state["critical"]] == [1]
+    assert state["critical"][0]["superseded_by"] == 2
+    for turns in (
+        (
+            ("user", "update: the excess is £150 not £99, I misread it."),
+            ("assistant", "Noted: £150, not £99."),
+        ),
+        (
+            ("user", "my old monitor runs at 144 Hz, the shake is obvious on it."),
+            ("assistant", "It's not 144-specific: it shows at 60 Hz too."),
+        ),
+        (
+            ("user", "if they don't pay in 14 days I'm going to the small claims court."),
+            ("assistant", "Insure the kit at its real value, £17.5k (not £14k)."),
+        ),
+    ):
+        assert _said(*turns)["critical_replaced"] == []
+
+
+def test_a_users_own_correction_is_no_figure_the_evidence_denies() -> None:
+    """When the user corrected the figure ("the excess is £150 not £99!!"), the
+    assistant's "£150, not £99" denies what the user said before it ("the excess is £99
+    I think"), not the correction. (Written for this test.)"""
+    state = new_state("s")
+    state["said"] = [[1, "the excess is £99 I think"], [2, "the excess is £150 not £99!!"]]
+    _denied(state, 3, frozenset({"99"}))
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]

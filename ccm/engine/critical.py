@@ -853,7 +853,8 @@ OLD_FIGURE = re.compile(
 # allowance isn't 750", "it's NOT 8"
 CORRECTED = re.compile(
     r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t|\bweren'?t)\s+(?:about |around |even |the )?"
-    r"[\u00a3$\u20ac]?(?P<was>\d[\d,.]*\d|\d)(?:k\b)?(?!\s*%)"
+    # (not a figure's compound: "it's not 144-specific")
+    r"[\u00a3$\u20ac]?(?P<was>\d[\d,.]*\d|\d)(?:k\b)?(?!\s*%|-[^\W\d_])"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
 RETRACTS = re.compile(
@@ -1529,6 +1530,21 @@ def old_figures(lower: str) -> set[str]:
     found = [match.group("was") for match in OLD_FIGURE.finditer(lower)]
     found += [match.group("was") for match in CORRECTED.finditer(lower)]
     return {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
+
+
+def figures_denied(text: str) -> frozenset[str]:
+    """The figures a reading of the evidence says are not so ("seated dinner: 40
+    persons, not 50", "it isn't 1,450, the certificate says 1,540"): two digits at least,
+    as `old_figures`."""
+    lower = text.lower()
+    if "not" not in lower and "n't" not in lower:
+        return frozenset()
+    # "not £14k" denies 14k, not the 14 of "14 days"
+    found = (
+        match.group("was") + ("k" if match.group().endswith("k") else "")
+        for match in CORRECTED.finditer(lower)
+    )
+    return frozenset(figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2)
 
 
 def says_figure(lower: str, figures: Set[str]) -> bool:

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 94
+STATE_VERSION = 95
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -72,6 +72,7 @@ COMMON_BUCKET = 64  # index buckets larger than this belong to terms too common 
 FAILURES_KEPT = 100
 CRITICAL_COMPARED = 200  # live rules a new one is compared with, for a change
 CRITICAL_REPLACED_KEPT = 20
+DENIED_BACK = 100  # turns back an assistant's "not 50" may find the user's 50
 SAID_KEPT = 300  # user sentences with a preference or a figure, kept to be named again
 BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
@@ -942,6 +943,34 @@ def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
     return None
 
 
+def _denied(state: State, turn: int, figures: frozenset[str]) -> None:
+    """A figure the user gave, said to be wrong by the assistant's reading of the
+    evidence ("seated dinner in the hall: 40 persons, not 50", after "the venue takes 50
+    for dinner"): the user's sentence that says it (the latest, `DENIED_BACK` turns back
+    at most) is recorded as a critical item of its turn, replaced by this one at once;
+    the reading makes no item (what the user lays down is the user's)."""
+    for said_at, sentence in reversed(state["said"]):
+        if said_at >= turn:
+            continue
+        if turn - said_at > DENIED_BACK:
+            return
+        lower = sentence.lower()
+        if not critical.says_figure(lower, figures):
+            continue
+        if critical.figures_denied(lower) & figures:
+            continue  # the user's own correction ("£150 not £99"): what it corrects is older
+        key = _critical_key(sentence)
+        if key in state["critical_keys"]:
+            return  # an item already, live or replaced: a rule stands until the user changes it
+        _append_critical(state, said_at, "constraint", sentence)
+        state["critical"][-1]["superseded_by"] = turn
+        state["critical_keys"][key] = said_at
+        state["critical_rev"] += 1
+        state["critical_replaced"].append([said_at, turn, sentence])
+        del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+        return
+
+
 def _append_critical(state: State, turn: int, kind: str, text: str) -> None:
     state["critical"].append(
         {
@@ -1163,6 +1192,7 @@ class Reading:
     pending: bool
     files: list[str]
     said: list[str]  # sentences with a preference or a figure that are no rule
+    denied: frozenset[str]  # of an assistant's: figures it says are not so
 
 
 def _injected(turn: dict[str, Any]) -> bool:
@@ -1218,6 +1248,7 @@ def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
         role in ("user", "assistant") and bool(PENDING.search(lower)),
         paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else [],
         critical.remembered(text, rules) if role == "user" and named_speaker(turn) is None else [],
+        critical.figures_denied(text) if role == "assistant" else frozenset(),
     )
 
 
@@ -1286,6 +1317,8 @@ def step(
     if reading.said:
         state["said"] += [[number, sentence] for sentence in reading.said]
         del state["said"][:-SAID_KEPT]
+    if reading.denied:
+        _denied(state, number, reading.denied)
     if role == "user" and "so much for" in lower:
         _taken_back(state, number, lower)
     if failure:
