@@ -913,3 +913,28 @@ def test_a_users_own_correction_is_no_figure_the_evidence_denies() -> None:
     state["said"] = [[1, "the excess is £99 I think"], [2, "the excess is £150 not £99!!"]]
     _denied(state, 3, frozenset({"99"}))
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_limit_on_a_sum_set_anew_replaces_the_old_limit() -> None:
+    """ "so the gym budget is £45 a month now" and "£200 a month is the ceiling now"
+    change the limit on a sum for the same span ("I can't go above about £30 a month",
+    "£90 a month, all in"), not a quote that gives a sum a month. (Written for this
+    test.)"""
+    assert replaces(
+        "so the gym budget is £45 a month now, that's the real ceiling",
+        "I can't go above about £30 a month on the gym, everything in",
+    )
+    assert replaces(
+        "£200 a month is the ceiling now. that's the real one, not moving again",
+        "money: we can do £90 a month on the car, all in. not a penny more",
+    )
+    assert not replaces(
+        "so the cat budget is £55 a month now",
+        "the cheapest insurer is £17.85 a month, no co-pay until 12",
+    )
+    state = _user_says(
+        "money: we can do £90 a month on the car, all in. not a penny more",
+        "the insurer's quote is £17.85 a month, no co-pay until 12",
+        "£200 a month is the ceiling now. that's the real one, not moving again",
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]

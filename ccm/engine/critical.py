@@ -820,6 +820,12 @@ CHANGED = re.compile(
     r"\b(?:raise|raising|raised|lower|lowering|lowered|bump|bumped|bumping|cut|cutting) "
     r"(?:it|that|the [\w-]+(?: [\w-]+)?) (?:to|from)\b|"
     r"\b(?:is|are|'s|'re) (?:fine|ok|okay|allowed) now\b|"
+    # a limit or a sum said to be something now: "so the cat budget is £55 a month now",
+    # "£160 a month is the ceiling now"
+    r"\b(?:is|are|'s) (?:the )?(?:real )?(?:ceiling|limit|budget|cap|max(?:imum)?|floor|minimum|"
+    r"deadline) now\b|"
+    r"\b(?:is|are|'s) [\u00a3$\u20ac]\d[\d,.]*k?(?: (?:a|per) (?:day|week|month|year|head|"
+    r"person|night))? now\b|"
     # a figure moved: "our budget goes from 60 to 96"
     r"\b(?:goes|went|going|go|moved?|moves|changed?|changes|up|down) from \W?\d[\d,.]*\w* to \W?\d"
 )
@@ -1356,6 +1362,7 @@ _CHANGE_WORDS = (
 )  # fmt: skip
 # ... and the two that need a pattern: a limit moved, a figure moved
 _MOVE_WORDS = ("rais", "lower", "bump", "cut", "from ")
+_SET_NOW = re.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
 _CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
 
 
@@ -1365,6 +1372,7 @@ def _may_change(lower: str) -> bool:
     return (
         any(word in lower for word in _CHANGE_WORDS)
         or (any(word in lower for word in _MOVE_WORDS) and _CHANGE_MOVES.search(lower) is not None)
+        or (" now" in lower and _SET_NOW.search(lower) is not None)
         or (("not" in lower or "n't" in lower) and CORRECTED.search(lower) is not None)
     )
 
@@ -1562,7 +1570,14 @@ def _bound_set_anew(later: str, earlier: str) -> bool:
     """A limit set anew: "the ceiling is now £16,500" replaces "£15,000 is the absolute
     ceiling", whatever else each says (`later` lower case)."""
     bound = set(_BOUND_NOUN.findall(later)) & set(_BOUND_NOUN.findall(earlier.lower()))
-    return bool(bound) and bool(_DIGIT.search(later)) and bool(_DIGIT.search(earlier))
+    if bound and _DIGIT.search(later) and _DIGIT.search(earlier):
+        return True
+    # a limit on a sum for the same span set anew: "£160 a month is the ceiling now"
+    # after "we can do £80 a month on the dog, all in" (not a quote's "£17.85 a month")
+    lower = earlier.lower()
+    return bool(set(_SUM_PER.findall(later)) & set(_SUM_PER.findall(lower))) and bool(
+        _BOUND_NOUN.search(lower) or _GO_PAST.search(lower)
+    )
 
 
 def names_the_change(text: str) -> bool:
@@ -1651,6 +1666,13 @@ def left_standing(earlier: str, later: str) -> str:
 _NOT_DONE_HERE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
+_GO_PAST = re.compile(
+    r"\b(?:can'?t|cannot|won'?t|will not|not) (?:go|going|spend|pay) (?:above|over|beyond|more)\b|"
+    r"\bnot a penny more\b|\ball[ -]in\b|\bat most\b|\bno more than\b|\bmax\b|\btops\b"
+)
+_SUM_PER = re.compile(
+    r"[\u00a3$\u20ac]\s?\d[\d,.]*k?\s?(?:a|per|/)\s?(day|week|month|year|night|head|person)\b"
+)
 _BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
 _DIGIT = re.compile(r"\d")
 
