@@ -938,3 +938,16 @@ def test_a_limit_on_a_sum_set_anew_replaces_the_old_limit() -> None:
         "£200 a month is the ceiling now. that's the real one, not moving again",
     )
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_what_was_said_scrapped_replaces_the_rule_it_names() -> None:
+    """ "so scrap what i said about X: ..." takes back the rule about X as "forget what I
+    said about X" does, though the two share only a word or two. (Written for this
+    test.)"""
+    state = _user_says(
+        "and rule for now: no new packages please, everything in deps.lock gets baked "
+        "into the kiosk image by bake.sh and rebuilding that image takes a whole afternoon",
+        "so scrap what i said about no new packages: admin-side libraries are fine from "
+        "now on. the terminal list stays frozen though, nothing new is baked in there",
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]

@@ -864,7 +864,7 @@ CORRECTED = re.compile(
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
 RETRACTS = re.compile(
-    r"\b(?:forget|ignore|scratch|disregard) what i (?:said|wrote|asked)\b|"
+    r"\b(?:forget|ignore|scratch|scrap|disregard|drop) what i (?:said|wrote|asked)\b|"
     # ... or by name: "forget the BIKE- prefix thing from yesterday"
     r"\b(?:forget|ignore|scratch|disregard|scrap|drop|ditch) (?:about )?(?:the|my|that) [\w -]{1,40}? "
     r"(?:thing|rule|bit|part)\b"
@@ -1355,7 +1355,7 @@ _CHANGE_WORDS = (
     "chang", "take back", "took back", "taking back", "take it back", "take that back",
     "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
     "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
-    "disregard", "scrap", "drop the", "drop my", "drop that", "ditch", "down to", "up to",
+    "disregard", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
     "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
     "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
     "new target", "new number", "new figure",
