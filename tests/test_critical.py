@@ -525,6 +525,14 @@ def test_a_change_that_names_the_rule_binds_though_the_rule_was_missed() -> None
             "Sam wants a DJ, he's adamant, the band was too loud last time",
             "Sam has come round to the band. they'll keep it under 90 dB",
         ),
+        (
+            "and NO late nights on school days, not even fridays",
+            "ok I'm softening on the late nights. fridays are fine till 10",
+        ),
+        (
+            "no sweets at the party please, the dentist was very clear",
+            "my sister's talked me round on sweets: one bag each, after the cake",
+        ),
     ],
 )
 def test_a_change_that_names_a_preference_said_earlier_replaces_it(

@@ -814,6 +814,7 @@ CHANGED = re.compile(
     r"\bfrom now on\b|"
     r"\bchang(?:e|ed|es|ing)\b (?:of )?(?:my |our |the |that |this )?(?:own )?(?:[\w-]+ )?"
     r"(?:rule|mind|convention|policy|plan)\b|"
+    r"\btalked me (?:round|around)\b|\bwon me (?:round|over)\b|\bsoften(?:ed|ing) on\b|"
     r"\b(?:take|taking|took) (?:it |that |this )?back\b|(?:'ve|'s| have| has| had) come round "
     r"(?:on|to)\b|\bcoming round to\b|"
     r"\b(?:goes|went|go|going|moves?|moved|comes|came) (?:down|up) to\b|\bmoved the goalposts\b|"
@@ -843,6 +844,10 @@ NAMED_CHANGE = re.compile(
     # (not a visit: "Graham came round on Saturday")
     r"(?:'ve|'s| have| has| had) come round (?:on|to) (?P<what2>[\w' -]{2,30})|"
     r"\bcoming round to (?P<what7>[\w' -]{2,30})|"
+    # talked round, softening: "Amy's talked me round on one thing", "I'm softening on
+    # the screens"
+    r"\btalked me (?:round|around) on (?P<what8>[\w' -]{2,30})|"
+    r"\bsoften(?:ed|ing) on (?P<what9>[\w' -]{2,30})|"
     r"\bchange of (?:rule|plan|heart|policy) (?:on|about|for) (?P<what3>[\w' -]{2,30})|"
     r"\bchang(?:e|ed|es|ing) (?:the|my|our|that|this) (?P<what4>[\w-]+(?: [\w-]+)?) "
     r"(?:rule|convention|policy)\b|"
@@ -1355,7 +1360,7 @@ _CHANGE_WORDS = (
     "chang", "take back", "took back", "taking back", "take it back", "take that back",
     "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
     "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
-    "disregard", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
+    "disregard", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
     "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
     "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
     "new target", "new number", "new figure",
