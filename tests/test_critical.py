@@ -918,7 +918,7 @@ def test_a_users_own_correction_is_no_figure_the_evidence_denies() -> None:
     assistant's "£150, not £99" denies what the user said before it ("the excess is £99
     I think"), not the correction. (Written for this test.)"""
     state = new_state("s")
-    state["said"] = [[1, "the excess is £99 I think"], [2, "the excess is £150 not £99!!"]]
+    state["said"] = [[1, "the excess is £99 I think", ""], [2, "the excess is £150 not £99!!", ""]]
     _denied(state, 3, frozenset({"99"}))
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
 
@@ -959,3 +959,24 @@ def test_what_was_said_scrapped_replaces_the_rule_it_names() -> None:
         "now on. the terminal list stays frozen though, nothing new is baked in there",
     )
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]
+
+
+def test_a_change_names_a_preference_by_the_sentence_said_before_it() -> None:
+    """What a kept sentence is about is often said just before it ("an alert on the
+    backup disks. Warn at 80% ..."): a change that names that ("a change of mind on the
+    alert") replaces it, though a sentence that names it itself is taken first. (Written
+    for this test.)"""
+    state = _user_says(
+        "since disk keeps biting us: an alert on the backup disks. warn at 80% and it goes "
+        "to #ops-noise.",
+        "the fitter comes on the 12th",
+        "and a change of mind on the alert. page me at 90%, the warning sat unread for hours",
+    )
+    assert [(c["turn"], c.get("superseded_by")) for c in state["critical"]][:1] == [(1, 3)]
+    assert "an alert on the backup disks. warn at 80%" in state["critical"][0]["text"]
+    state = _user_says(
+        "oh and taps!! I want brushed nickel mixer taps.",
+        "ok Brenner brushed nickel it is. 2 of them",
+        "change of heart: forget brushed nickel, matt black taps",
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]

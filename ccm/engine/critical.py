@@ -805,7 +805,8 @@ POLITE = re.compile(r"\b(?:pls|plz|please)\b")
 # thing", "I've come round on gas", "the budget goes down to 220 kB", "lowering the
 # ceiling to 16,500", "sundays are fine now", "no longer", "from now on"
 CHANGED = re.compile(
-    r"\bno longer\b|\bnot \w+ (?:any ?more)\b|\bchange of (?:heart|plan)\b|"
+    r"\bno longer\b|\bnot \w+ (?:any ?more)\b|\bchange of (?:heart|plan|mind)\b|"
+    r"\bi know i said\b|"
     # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
     # (not one applied: "so that goes straight to main per the new rule")
     r"(?<!per the )(?<!under the )(?<!by the )(?<!to the )(?<!with the )"
@@ -848,7 +849,9 @@ NAMED_CHANGE = re.compile(
     # the screens"
     r"\btalked me (?:round|around) on (?P<what8>[\w' -]{2,30})|"
     r"\bsoften(?:ed|ing) on (?P<what9>[\w' -]{2,30})|"
-    r"\bchange of (?:rule|plan|heart|policy) (?:on|about|for) (?P<what3>[\w' -]{2,30})|"
+    r"\bchange of (?:rule|plan|heart|policy|mind) (?:on|about|for) (?P<what3>[\w' -]{2,30})|"
+    # "I know I said flat.", "I know I said print()s yesterday, but ..."
+    r"\bi know i said (?!(?:that|this|it|so)\b)(?P<what10>[\w' -]{2,30})|"
     r"\bchang(?:e|ed|es|ing) (?:the|my|our|that|this) (?P<what4>[\w-]+(?: [\w-]+)?) "
     r"(?:rule|convention|policy)\b|"
     r"\b(?:take|taking|took) back (?:the|my|what i said about) (?P<what5>[\w\'\" -]{2,40})|"
@@ -1360,7 +1363,7 @@ _CHANGE_WORDS = (
     "chang", "take back", "took back", "taking back", "take it back", "take that back",
     "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
     "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
-    "disregard", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
+    "disregard", "i know i said", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
     "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
     "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
     "new target", "new number", "new figure",
@@ -1613,22 +1616,39 @@ def named_in(lower: str) -> set[str]:
 
 
 PREFERENCE_CHARS = 300  # a preference kept to be named again is a sentence this long at most
+LEAD_CHARS = 80  # ... with the sentence before it when that is this long at most
 
 
-def remembered(text: str, rules: list[tuple[str, str]]) -> list[str]:
+def remembered(text: str, rules: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The sentences of a user turn that sound like a preference (`PREFERS`) or say a
     figure, and are no rule (none of `rules`, its items): kept, so that a change or a
     correction that names one later replaces it ("I want an untethered one", then
     "I've changed my mind on tethered"; "the kit's about £14k", then "more like £17.5k,
-    not 14k")."""
+    not 14k"). Each with the sentence before it when that is short and kept for nothing
+    else, else "": what it is about is often said just before ("flat. one root, no
+    modules.", "an alert on the runners' disks. Warn at 80%, and it goes to #ci-noise.")."""
     laid = " ".join(sentence for _, sentence in rules)
-    return [
-        sentence
-        for sentence in sentences(text)
+    parts = sentences(text)
+    kept = [
+        at
+        for at, sentence in enumerate(parts)
         if len(sentence) <= PREFERENCE_CHARS
         and sentence not in laid
         and (PREFERS.search(sentence.lower()) or _DIGIT.search(sentence))
         and not QUESTION.search(sentence.lower())
+    ]
+    return [
+        (
+            parts[at - 1]
+            if at
+            and at - 1 not in kept
+            and len(parts[at - 1]) <= LEAD_CHARS
+            and parts[at - 1] not in laid
+            and not QUESTION.search(parts[at - 1].lower())
+            else "",
+            parts[at],
+        )
+        for at in kept
     ]
 
 

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 98
+STATE_VERSION = 99
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -928,19 +928,35 @@ def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
     named, figures = said.named, said.figures
     if not named and not figures:
         return None
-    for said_at, sentence in reversed(state["said"]):
-        if said_at >= turn:
-            continue
-        if named & set(terms(sentence)):
-            kind = "preference"
-        elif figures and critical.says_figure(sentence.lower(), figures):
-            kind = "constraint"
-        else:
-            continue
-        _append_critical(state, said_at, kind, sentence)
-        item: dict[str, Any] = state["critical"][-1]
-        return item
-    return None
+    earlier = [entry for entry in reversed(state["said"]) if entry[0] < turn]
+    # what it names in a sentence itself, the latest; else in the sentence before one
+    # ("an alert on the runners' disks. Warn at 80%, ..." for "a change of mind on the alert")
+    found = next(
+        (
+            (entry, kind)
+            for with_lead in (False, True)
+            for entry in earlier
+            if (kind := _names_said(entry[1], entry[2] if with_lead else "", named, figures))
+        ),
+        None,
+    )
+    if found is None:
+        return None
+    (said_at, sentence, lead), kind = found
+    _append_critical(state, said_at, kind, f"{lead} {sentence}" if lead else sentence)
+    item: dict[str, Any] = state["critical"][-1]
+    return item
+
+
+def _names_said(sentence: str, lead: str, named: frozenset[str], figures: frozenset[str]) -> str:
+    """The kind of critical item a sentence kept (`State["said"]`) is when a change names
+    it (with the sentence before it, `lead`: what it is about) or says its figure, else
+    ""."""
+    if named & set(terms(f"{lead} {sentence}" if lead else sentence)):
+        return "preference"
+    if figures and not lead and critical.says_figure(sentence.lower(), figures):
+        return "constraint"
+    return ""
 
 
 def _denied(state: State, turn: int, figures: frozenset[str]) -> None:
@@ -949,7 +965,7 @@ def _denied(state: State, turn: int, figures: frozenset[str]) -> None:
     for dinner"): the user's sentence that says it (the latest, `DENIED_BACK` turns back
     at most) is recorded as a critical item of its turn, replaced by this one at once;
     the reading makes no item (what the user lays down is the user's)."""
-    for said_at, sentence in reversed(state["said"]):
+    for said_at, sentence, _ in reversed(state["said"]):
         if said_at >= turn:
             continue
         if turn - said_at > DENIED_BACK:
@@ -1191,7 +1207,7 @@ class Reading:
     failure: bool
     pending: bool
     files: list[str]
-    said: list[str]  # sentences with a preference or a figure that are no rule
+    said: list[tuple[str, str]]  # sentences with a preference or a figure, no rule (and leads)
     denied: frozenset[str]  # of an assistant's: figures it says are not so
 
 
@@ -1315,7 +1331,7 @@ def step(
     for kind, sentence in rules:
         _add_critical(state, number, kind, sentence)
     if reading.said:
-        state["said"] += [[number, sentence] for sentence in reading.said]
+        state["said"] += [[number, sentence, lead] for lead, sentence in reading.said]
         del state["said"][:-SAID_KEPT]
     if reading.denied:
         _denied(state, number, reading.denied)
