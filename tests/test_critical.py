@@ -980,3 +980,33 @@ def test_a_change_names_a_preference_by_the_sentence_said_before_it() -> None:
         "change of heart: forget brushed nickel, matt black taps",
     )
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_change_said_in_few_words_after_a_lead_goes_on_in_the_next_sentence() -> None:
+    """ "and while you're at it: I changed my mind about naming." says the change in six
+    words after what leads it in: the sentence after it, which says the new rule, is
+    part of the item. (Written for this test.)"""
+    state = _user_says(
+        "module names in camelCase please, it's what the old services use",
+        "the fitter comes on the 12th",
+        "and while you're at it: I changed my mind about naming. snake_case for every new "
+        "module, the old ones too.",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert any("snake_case for every new module" in text for text in live)
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_bound_on_what_was_just_said_takes_it_in() -> None:
+    """ "and I really don't want to go over" bounds the sum said just before it: the
+    item starts there. (Written for this test.)"""
+    found = detect(
+        "user",
+        "ok money for the party. the hall is sorted and paid. the band is booked for eight. "
+        "raffle prizes are in the church cupboard. so: £900 for the food and drink. and I "
+        "really don't want to go over, I'm not asking the committee again. Derek says hi.",
+    )
+    assert [text for _, text in found] == [
+        "so: £900 for the food and drink. and I really don't want to go over, I'm not "
+        "asking the committee again. Derek says hi."
+    ]

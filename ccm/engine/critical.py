@@ -1061,7 +1061,10 @@ ANAPHOR = re.compile(
     r"^(?:\W*(?:and|so)\W+)?i (?:really )?mean (?:it|that)\b|"  # "I mean it this time."
     # a fragment that goes on with the rule before it: "Not with a cable protector, ..."
     r"^not (?:with|at|in|on|for|even|a|an|the|one|by|from|until|before|after|\d)|"
-    r"\b(?:on|about|with|to) (?:that|this)\W*$"  # "He's pretty firm on that."
+    r"\b(?:on|about|with|to) (?:that|this)\W*$|"  # "He's pretty firm on that."
+    # a bound on what was just said: "so: £5,500 for everything. and I really don't want
+    # to go over"
+    r"\b(?:go|going|spend|spending) (?:over|above|beyond)(?=\s*(?:[,.;!]|$))"
 )
 ITEM_CHARS = 600
 # a pronoun that stands for something said before it
@@ -1401,7 +1404,10 @@ def _replacements(parts: list[str]) -> list[tuple[str, str]]:
         ):
             continue
         after = parts[index + 1] if index + 1 < len(parts) else ""
-        if after and len(part.split()) < LEAD_WORDS and not QUESTION.search(after.lower()):
+        # (its words after what leads it in: "and while you're in there: I changed my
+        # mind about tests." is a change said in six)
+        said_in = part.rsplit(": ", 1)[-1]
+        if after and len(said_in.split()) < LEAD_WORDS and not QUESTION.search(after.lower()):
             part = f"{part} {after}"
         found.append((REPLACEMENT, _clip(part)))
     return found
