@@ -52,6 +52,12 @@ RULES = [
     "can we keep the changelog in one file going forward?",
     # a time to meet said in words
     "doors at 6, and I want the hall cleared by half past ten.",
+    # what can never be; a person who does not drive or can't manage stairs; a source
+    # ruled out
+    "oh and he can never be left alone with the cat, he's a chaser",
+    "And I don't drive, never learned.",
+    "Grandpa can't manage the stairs since his fall.",
+    "and not from that Facebook seller pls.",
     "Any schema change needs Maria's approval first.",
     "Stick to the standard library, no new dependencies.",
     "answers in British English please",
@@ -290,6 +296,9 @@ NOT_RULES = [
     # a rule applied, not laid down; a build that failed
     "so the docs fix goes straight in, per the new rule.",
     "will you be around from now on?",
+    "a retry that can never succeed just burns CPU.",
+    "I should never have agreed to host it.",
+    "we stayed in, not from choice, believe me",
     "could you maybe send it in the morning from now on?",
     "the nightly fails the build on the arm runner again, no idea why.",
 ]

@@ -403,6 +403,16 @@ CUES: tuple[Cue, ...] = (
     ),
     # insisted on: "her dad's adamant and tbh so am i"
     _cue("flag", "adamant", r"\b(?:'s|is|are|am|'m|'re) adamant\b"),
+    # what can never be so: "she can never be off lead outside a fenced area" (not "a
+    # scan that can never succeed", "I should never have started")
+    _cue("deontic", "never", r"\b(?<!that )(?<!which )(?:can|must|may) never be\b"),
+    # a source ruled out, asked nicely: "oh and not from amazon pls."
+    _cue(
+        "order",
+        "pls please",
+        r"^(?:oh and |and |also |but )?not (?:from|on|in|at|with|via|through) "
+        r"[\w' -]{2,30}?,? (?:pls|please)\b",
+    ),
     # a prohibition told to the assistant: "you don't post anything", "you never push"
     _cue(
         "order",
@@ -773,7 +783,10 @@ PREFER = re.compile(
     r"\b(?:no|without|free of) (?:\w+ )?(?:gluten|lactose|meat|pork|fish|dairy|alcohol)\b|"
     r"\bi(?:'m| am) (?:afraid of|scared of|terrified of|diabetic|pregnant|"
     r"on (?:a |my )?(?:wheelchair|crutches|diet))\b|\bi get (?:\w+ )?sick\b|"
-    r"\bi (?:can'?t|cannot) (?:eat|drink|stand|do stairs|walk|climb|swim|fly)\b|"
+    r"\bi (?:can'?t|cannot) (?:eat|drink|stand|do stairs|walk|climb|swim|fly|drive)\b|"
+    # "And I don't drive, never learned", "Dennis can't manage the stairs any more"
+    r"\b(?:i|we) (?:don'?t|do not) drive\b|"
+    r"\b(?:can'?t|cannot) (?:manage|do|climb|use) (?:the |any )?stairs\b|"
     # a condition of the person the work is for: "she's dyslexic", "Margit's colour-blind"
     r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|they are|\w+'s) (?:[\w-]+ )?"
     r"(?:dyslexic|colou?r-?blind|deaf|hard of hearing|epileptic|asthmatic|coeliac|celiac|"
@@ -924,7 +937,7 @@ CUES = (
     *CUES,
     _cue(
         "prefer",
-        "prefer rather hate loathe stand like eat drink fly preference fan allergic sick "
+        "prefer rather hate loathe stand like eat drink fly drive preference fan allergic sick "
         "motion-sick seasick carsick travel-sick vegetarian vegan gluten lactose halal "
         "kosher pescatarian gluten-free lactose-free dairy-free meat pork fish dairy alcohol "
         "teetotal afraid scared terrified diabetic pregnant wheelchair "
