@@ -1019,3 +1019,19 @@ def test_a_bound_on_what_was_just_said_takes_it_in() -> None:
         "so: £900 for the food and drink. and I really don't want to go over, I'm not "
         "asking the committee again. Derek says hi."
     ]
+
+
+def test_what_i_said_about_x_names_what_a_change_takes_back() -> None:
+    """ "forget what I said about uppercase" changes the rule about uppercase: the other
+    rules of the item stand, though the change shares a word with them ("config").
+    (Written for this test.)"""
+    state = _user_says(
+        "and put the config back in the model file, not the project file. oh and uppercase "
+        "the SQL keywords in that model while you're at it",
+        "the fitter comes on the 12th",
+        "argh CI enforces it. lowercase then, forget what I said about uppercase. the repo's "
+        "lint config wins for everything you write here",
+    )
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert any(text.startswith("and put the config back in the model file") for text in live)
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
