@@ -874,6 +874,9 @@ def test_a_fix_that_did_not_hold_is_a_failure(said: str) -> None:
         "good, do the other four the same way, and stop if anything hangs",
         "run the backfill overnight; in case the job is stuck again, page me",
         "leave the old worker up unless the new one crashes again",
+        # what is not wanted, what a change is for
+        "Sven's away till monday. I don't want this blocked on him though, ship it",
+        "and add a requeue endpoint so they can kick stuck jobs without pinging me",
     ],
 )
 def test_a_failure_supposed_is_no_failure_reported(said: str) -> None:
@@ -885,6 +888,7 @@ def test_a_failure_supposed_is_no_failure_reported(said: str) -> None:
     assert not _failure_said(said.lower())
     assert _failure_said("when I run the other four, the second one hangs")
     assert _failure_said("the job is stuck again, same as monday")
+    assert _failure_said("the release is blocked on the review again")
 
 
 def test_a_failure_supposed_leaves_the_fix_just_made() -> None:

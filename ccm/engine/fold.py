@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 102
+STATE_VERSION = 103
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -691,7 +691,12 @@ RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
 # a failure supposed, not reported: "stop if anything hangs", "in case it's stuck again"
-SUPPOSED = re.compile(r"\b(?:if|in case|unless|whenever|should)\b[^,;:]*$")
+SUPPOSED = re.compile(
+    r"\b(?:if|in case|unless|whenever|should)\b[^,;:]*$|"
+    # what is not wanted, what a change is for: "I don't want this blocked on him", "so
+    # they can kick stuck ones"
+    r"\b(?:don'?t|do not) want\b[^,;:]*$|\bso (?:that )?(?:they|we|you|i|he|she) can\b[^,;:]*$"
+)
 
 
 def _failure_said(lower: str) -> bool:
