@@ -1035,3 +1035,20 @@ def test_what_i_said_about_x_names_what_a_change_takes_back() -> None:
     live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
     assert any(text.startswith("and put the config back in the model file") for text in live)
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+
+
+def test_a_list_item_keeps_the_users_numbering_but_not_a_bullet() -> None:
+    """The items of a list of rules are the user's words: "1)" as numbered stays, a
+    bullet or a "1." mark goes. (Written for this test.)"""
+    found = detect(
+        "user",
+        "saw the physio. his rules:\n1) no running on consecutive days.\n"
+        "2) pain up to 3/10 is ok if it settles by the next morning.\n- max 4 runs a week\n"
+        "3. no hills for a month",
+    )
+    assert [text for _, text in found] == [
+        "1) no running on consecutive days.",
+        "2) pain up to 3/10 is ok if it settles by the next morning.",
+        "max 4 runs a week",
+        "no hills for a month",
+    ]

@@ -1087,6 +1087,14 @@ ITEM_CHARS = 600
 POINTS_BACK = re.compile(r"\b(?:it|its|them|they|their|he|she|him|her|his)\b")
 LEADS_WITH = re.compile(r"^[^:]{3,60}:")  # what a sentence is about, said first
 _BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
+
+
+def _listed(line: str, bullet: re.Match[str]) -> str:
+    """A list item's text: without its bullet or "1." (a list's marks), with its "1)"
+    (the way the user numbered what they say: "1) pain up to 3/10 is ok ...")."""
+    return (line if bullet.group().rstrip().endswith(")") else line[bullet.end() :]).strip()
+
+
 _RULES_HEADING = re.compile(
     r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
     r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules|fixed points?|givens|"
@@ -1170,11 +1178,11 @@ def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str,
         for line in lines:
             bullet = _BULLET.match(line)
             if bullet and lead:
-                lead.append(line[bullet.end() :].strip())
+                lead.append(_listed(line, bullet))
             elif bullet:
                 if current:
                     found.append((" ".join(current), heading and listed))
-                current, listed = [line[bullet.end() :].strip()], True
+                current, listed = [_listed(line, bullet)], True
             elif line.rstrip().endswith(":") and (spec or _RULES_HEADING.search(line.lower())):
                 if current:
                     found.append((" ".join(current), heading and listed))
