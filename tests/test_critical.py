@@ -50,6 +50,8 @@ RULES = [
     # a way of working asked for for good
     "from now on, could you give me the times in Lisbon time, not UTC?",
     "can we keep the changelog in one file going forward?",
+    # whatever the cost
+    "I don't care what it costs, he's not sleeping in the car.",
     # a time to meet said in words
     "doors at 6, and I want the hall cleared by half past ten.",
     # what can never be; a person who does not drive or can't manage stairs; a source

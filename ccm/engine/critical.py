@@ -401,6 +401,13 @@ CUES: tuple[Cue, ...] = (
         "go goes",
         r"\b(?:go|goes) through (?:a |the )?(?:pr|prs|review|code review|ci)\b",
     ),
+    # whatever the cost: "I don't care what it costs, she's not walking 600 m"
+    _cue(
+        "flag",
+        "care costs cost",
+        r"\b(?:i|we) (?:don'?t|do not) care (?:what|how much) it costs\b|\bwhatever it costs\b|"
+        r"\bat any cost\b",
+    ),
     # insisted on: "her dad's adamant and tbh so am i"
     _cue("flag", "adamant", r"\b(?:'s|is|are|am|'m|'re) adamant\b"),
     # what can never be so: "she can never be off lead outside a fenced area" (not "a
