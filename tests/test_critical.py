@@ -50,7 +50,8 @@ RULES = [
     # a way of working asked for for good
     "from now on, could you give me the times in Lisbon time, not UTC?",
     "can we keep the changelog in one file going forward?",
-    # whatever the cost
+    # the last possible moment; whatever the cost
+    "so I need the final figures by thursday noon at the latest.",
     "I don't care what it costs, he's not sleeping in the car.",
     # a time to meet said in words
     "doors at 6, and I want the hall cleared by half past ten.",

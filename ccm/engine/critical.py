@@ -401,6 +401,9 @@ CUES: tuple[Cue, ...] = (
         "go goes",
         r"\b(?:go|goes) through (?:a |the )?(?:pr|prs|review|code review|ci)\b",
     ),
+    # a deadline said as the last possible: "I need real numbers by wednesday evening at
+    # the latest"
+    _cue("bound", "latest", r"\bat the (?:very )?latest\b"),
     # whatever the cost: "I don't care what it costs, she's not walking 600 m"
     _cue(
         "flag",
