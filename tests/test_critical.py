@@ -50,7 +50,8 @@ RULES = [
     # a way of working asked for for good
     "from now on, could you give me the times in Lisbon time, not UTC?",
     "can we keep the changelog in one file going forward?",
-    # the last possible moment; whatever the cost
+    # a budget with its figure; the last possible moment; whatever the cost
+    "on the handheld the renderer has a 4 ms budget per frame.",
     "so I need the final figures by thursday noon at the latest.",
     "I don't care what it costs, he's not sleeping in the car.",
     # a time to meet said in words

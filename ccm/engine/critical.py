@@ -401,6 +401,13 @@ CUES: tuple[Cue, ...] = (
         "go goes",
         r"\b(?:go|goes) through (?:a |the )?(?:pr|prs|review|code review|ci)\b",
     ),
+    # a budget with its figure: "physics has a 2.0 ms budget per frame", "a £400 ceiling"
+    _cue(
+        "bound",
+        "budget ceiling cap limit",
+        r"\b(?:a|an|the|our|my|his|her|their) [\u00a3$\u20ac]?\d[\d,.]*\s?(?:k|ms|s|mb|gb|kb|%|"
+        r"minutes?|hours?)?\s?(?:budget|ceiling|cap|limit)\b",
+    ),
     # a deadline said as the last possible: "I need real numbers by wednesday evening at
     # the latest"
     _cue("bound", "latest", r"\bat the (?:very )?latest\b"),
