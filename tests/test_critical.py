@@ -52,6 +52,7 @@ RULES = [
     "can we keep the changelog in one file going forward?",
     # a budget with its figure; the last possible moment; whatever the cost
     "on the handheld the renderer has a 4 ms budget per frame.",
+    "the window we gave the tenants is 09:00-13:00, after that the water goes back on.",
     "so I need the final figures by thursday noon at the latest.",
     "I don't care what it costs, he's not sleeping in the car.",
     # a time to meet said in words

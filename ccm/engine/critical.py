@@ -408,6 +408,12 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:a|an|the|our|my|his|her|their) [\u00a3$\u20ac]?\d[\d,.]*\s?(?:k|ms|s|mb|gb|kb|%|"
         r"minutes?|hours?)?\s?(?:budget|ceiling|cap|limit)\b",
     ),
+    # a window of time set: "the window we announced to customers is 07:00-12:00 CET"
+    _cue(
+        "bound",
+        "window",
+        r"\bwindow\b[^.]{0,40}?\b\d{1,2}(?::\d{2})?\s?[-\u2013]\s?\d{1,2}(?::\d{2})?\b",
+    ),
     # a deadline said as the last possible: "I need real numbers by wednesday evening at
     # the latest"
     _cue("bound", "latest", r"\bat the (?:very )?latest\b"),
