@@ -889,6 +889,9 @@ NAMED_CHANGE = re.compile(
     # "forget what I said about uppercase", "scrap what i said about no new dependencies"
     r"\b(?:forget|ignore|scratch|scrap|disregard|drop) what i (?:said|wrote) (?:earlier |before "
     r"|yesterday |last week )?(?:about|on|re) (?P<what11>[\w' -]{2,30})|"
+    # a fact the user said, admitted wrong: "ok I was wrong about raw then" (it replaces
+    # what was said, no rule: `ADMITS`)
+    r"\bi was wrong (?:about|on) (?!(?:that|this|it|one)\b)(?P<what12>[\w' -]{2,30})|"
     # "I know I said flat.", "I know I said print()s yesterday, but ..."
     r"\bi know i said (?!(?:that|this|it|so)\b)(?P<what10>[\w' -]{2,30})|"
     r"\bchang(?:e|ed|es|ing) (?:the|my|our|that|this) (?P<what4>[\w-]+(?: [\w-]+)?) "
@@ -1413,13 +1416,14 @@ _CHANGE_WORDS = (
     "chang", "take back", "took back", "taking back", "take it back", "take that back",
     "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
     "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
-    "disregard", "i know i said", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
+    "disregard", "i know i said", "was wrong", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
     "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
     "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
     "new target", "new number", "new figure",
 )  # fmt: skip
 # ... and the two that need a pattern: a limit moved, a figure moved
 _MOVE_WORDS = ("rais", "lower", "bump", "cut", "from ")
+ADMITS = re.compile(r"\bi was wrong (?:about|on) ")
 _SET_NOW = re.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
 _CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
 
@@ -1580,6 +1584,8 @@ def replaces(
         # a correction alone ("£4,360, not £3,860") replaces no rule: what it corrects was
         # said as a fact (`ccm.engine.fold` keeps those, and replaces the one it names)
         return False
+    if ADMITS.search(lower) and not (CHANGE.search(lower) or REPLACE.search(lower)):
+        return False  # a fact admitted wrong ("I was wrong about raw") changes no rule
     # "forget what I said about console" names what it replaces: two terms in common do
     if shared >= 2 and (said.explicit or shared >= 0.3 * min(len(a), len(b))):
         return True
