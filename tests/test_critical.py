@@ -1061,7 +1061,8 @@ def test_a_list_item_keeps_the_users_numbering_but_not_a_bullet() -> None:
 
 def test_a_fact_admitted_wrong_is_recorded_as_replaced_but_changes_no_rule() -> None:
     """ "ok I was wrong about the importer then" takes back what the user said about it
-    as a fact, and changes no rule about the importer. (Written for this test.)"""
+    as a fact, is no rule itself, and changes no rule about the importer. (Written for
+    this test.)"""
     state = _user_says(
         "that can't be the importer though. it has no dups, it dedupes on order_id, I "
         "checked that myself last year",
@@ -1069,6 +1070,7 @@ def test_a_fact_admitted_wrong_is_recorded_as_replaced_but_changes_no_rule() -> 
         "ok I was wrong about the importer then, it only dedupes within a batch",
     )
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
+    assert [c["turn"] for c in state["critical"]] == [1]  # the admission is no rule
     state = _user_says(
         "never touch the importer config without asking me first",
         "ok I was wrong about the importer then, it only dedupes within a batch",

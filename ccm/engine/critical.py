@@ -1424,6 +1424,15 @@ _CHANGE_WORDS = (
 # ... and the two that need a pattern: a limit moved, a figure moved
 _MOVE_WORDS = ("rais", "lower", "bump", "cut", "from ")
 ADMITS = re.compile(r"\bi was wrong (?:about|on) ")
+
+
+def admits(text: str) -> bool:
+    """Whether `text` only admits a fact the user said was wrong ("ok I was wrong about
+    raw then, it only dedupes within a load"), changing no rule."""
+    lower = text.lower()
+    return bool(ADMITS.search(lower)) and not (CHANGE.search(lower) or REPLACE.search(lower))
+
+
 _SET_NOW = re.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
 _CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
 
@@ -1584,7 +1593,7 @@ def replaces(
         # a correction alone ("£4,360, not £3,860") replaces no rule: what it corrects was
         # said as a fact (`ccm.engine.fold` keeps those, and replaces the one it names)
         return False
-    if ADMITS.search(lower) and not (CHANGE.search(lower) or REPLACE.search(lower)):
+    if admits(lower):
         return False  # a fact admitted wrong ("I was wrong about raw") changes no rule
     # "forget what I said about console" names what it replaces: two terms in common do
     if shared >= 2 and (said.explicit or shared >= 0.3 * min(len(a), len(b))):

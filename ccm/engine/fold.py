@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 109
+STATE_VERSION = 110
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -882,6 +882,9 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         or critical.only_replaces(text)
     ):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
+    # a fact admitted wrong ("ok I was wrong about raw then"): what it takes back goes
+    # whole, and no rule comes of it
+    admitted = kind == critical.REPLACEMENT and critical.admits(text)
     if kind == critical.REPLACEMENT:  # what it changes: a preference, a figure, a rule
         kind = replaced["kind"] if replaced is not None else "preference"
     state["critical_keys"][key] = turn  # (an item that is made: what it says, its subject)
@@ -893,11 +896,12 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
         # the rules of the replaced item that this one does not touch stand, said when
         # they were said
-        standing = critical.left_standing(replaced["text"], text)
+        standing = "" if admitted else critical.left_standing(replaced["text"], text)
         if standing:
             state["critical_keys"][_critical_key(standing)] = replaced["turn"]
             _append_critical(state, replaced["turn"], replaced["kind"], standing)
-    _append_critical(state, turn, kind, text)
+    if not admitted:
+        _append_critical(state, turn, kind, text)
 
 
 def _named_rather(
