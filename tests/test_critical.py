@@ -910,6 +910,11 @@ def test_a_figure_the_evidence_denies_is_recorded_as_replaced() -> None:
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]
     assert [c["turn"] for c in state["critical"]] == [1]
     assert state["critical"][0]["superseded_by"] == 2
+    state = _said(  # a name with a figure in it
+        ("user", "probably nothing, the pool's raidz2 so we've a disk to spare either way"),
+        ("assistant", "`zpool status` says the pool is raidz1 (raidz1-0), not raidz2."),
+    )
+    assert [r[:2] for r in state["critical_replaced"]] == [[1, 2]]
     for turns in (
         (
             ("user", "update: the excess is £150 not £99, I misread it."),

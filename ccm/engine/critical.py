@@ -1628,7 +1628,16 @@ def figures_denied(text: str) -> frozenset[str]:
         match.group("was") + ("k" if match.group().endswith("k") else "")
         for match in CORRECTED.finditer(lower)
     )
-    return frozenset(figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2)
+    figures = {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
+    # a name with a figure in it: "tank is raidz1, not raidz2", "it isn't v2.3"
+    figures.update(match.group("was") for match in _NAME_DENIED.finditer(lower))
+    return frozenset(figures)
+
+
+_NAME_DENIED = re.compile(
+    r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t)\s+(?:the |a |an )?"
+    r"(?P<was>[a-z][a-z-]*\d(?:[\w.-]*[a-z\d])?)(?![\w-])"
+)
 
 
 def says_figure(lower: str, figures: Set[str]) -> bool:
