@@ -304,6 +304,8 @@ NOT_RULES = [
     "a retry that can never succeed just burns CPU.",
     "I should never have agreed to host it.",
     "we stayed in, not from choice, believe me",
+    # a question tagged on
+    "puppies never mind a crate at that age, don't they.",
     "could you maybe send it in the morning from now on?",
     "the nightly fails the build on the arm runner again, no idea why.",
 ]

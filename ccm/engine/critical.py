@@ -926,7 +926,11 @@ REPLACE = re.compile(
 )
 # not a rule: a question, a guess, a hypothetical, a request for an answer
 QUESTION = re.compile(
-    r"\?\s*(?:\W\s*)?$|^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
+    r"\?\s*(?:\W\s*)?$|"
+    # a question tagged on: "kittens adapt to anything, don't they."
+    r",\s*(?:don'?t|doesn'?t|isn'?t|aren'?t|won'?t|can'?t|wasn'?t|didn'?t|haven'?t|hasn'?t|"
+    r"shouldn'?t|wouldn'?t) (?:they|it|he|she|we|you|i|there)\W*$|"
+    r"^(?:\W*(?:and|so|but|ok|okay|hm+|also|wait)\W+)*"
     r"(?:can|could|would|will|should|shall|do(?! not\b| it\b| that\b| this\b)|does|did|is|are|"
     r"was|were|have|has|what|why|"
     r"how(?! (?:\w+ ){1,2}(?:work|works|are done|get done|go|goes) (?:here|in this)\b)|"
