@@ -400,12 +400,21 @@ def test_a_long_paragraph_gives_the_rule_with_its_neighbour_not_the_whole() -> N
     ]
 
 
+def _said(*turns: tuple[str, str]) -> dict[str, Any]:
+    """The engine's state after turns, each (role, text)."""
+    return fold(
+        new_state("s"),
+        [
+            {"turn": n, "role": role, "content": text, "ts": None}
+            for n, (role, text) in enumerate(turns, 1)
+        ],
+        Params(),
+    )
+
+
 def _user_says(*texts: str) -> dict[str, Any]:
     """The engine's state after a user's turns, one per text."""
-    turns = [
-        {"turn": n, "role": "user", "content": text, "ts": None} for n, text in enumerate(texts, 1)
-    ]
-    return fold(new_state("s"), turns, Params())
+    return _said(*(("user", text) for text in texts))
 
 
 def test_a_changed_rule_replaces_the_old_one_and_the_change_is_kept() -> None:
@@ -884,18 +893,6 @@ def test_a_change_that_names_its_rule_replaces_that_one_not_a_later_one() -> Non
         "change of plan on the format: Lena wants no decimals on the slides, whole numbers",
     )
     assert [r[:2] for r in state["critical_replaced"]] == [[1, 3]]
-
-
-def _said(*turns: tuple[str, str]) -> dict[str, Any]:
-    """The engine's state after turns, each (role, text)."""
-    return fold(
-        new_state("s"),
-        [
-            {"turn": n, "role": role, "content": text, "ts": None}
-            for n, (role, text) in enumerate(turns, 1)
-        ],
-        Params(),
-    )
 
 
 def test_a_figure_the_evidence_denies_is_recorded_as_replaced() -> None:

@@ -26,7 +26,7 @@ gets embedded by the ingest team..."), else the rule sentence with its neighbour
 from __future__ import annotations
 
 import re
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -787,7 +787,8 @@ LIMIT = re.compile(
     r"no (?:more|longer|later|earlier) than|not (?:more|longer|later) than|"
     r"(?:less|fewer|shorter|longer|more) than|under|below|within|up to|all in|"
     r"only|until|till|by (?:mon|tue|wed|thu|fri|sat|sun|the end|end of|eod|tomorrow|"
-    r"tonight|noon|midnight|midday|lunch|(?:a )?(?:quarter|half) (?:to|past)|\d)|before (?:mon|tue|wed|thu|fri|sat|sun|the|we|you|\d)|"
+    r"tonight|noon|midnight|midday|lunch|(?:a )?(?:quarter|half) (?:to|past)|\d)|"
+    r"before (?:mon|tue|wed|thu|fri|sat|sun|the|we|you|\d)|"
     r"stays? (?:where|as|put|the same|untouched|unchanged|in place)|"
     r"not (?:touching|moving|changing))\b"
 )
@@ -851,7 +852,7 @@ CHANGED = re.compile(
     r"\bfrom now on\b|"
     r"\bchang(?:e|ed|es|ing)\b (?:of )?(?:my |our |the |that |this )?(?:own )?(?:[\w-]+ )?"
     r"(?:rule|mind|convention|policy|plan)\b|"
-    r"\btalked me (?:round|around)\b|\bwon me (?:round|over)\b|\bsoften(?:ed|ing) on\b|"
+    r"\btalked me (?:round|around)\b|\bwon me (?:round|over)\b|"
     r"\b(?:take|taking|took) (?:it |that |this )?back\b|(?:'ve|'s| have| has| had) come round "
     r"(?:on|to)\b|\bcoming round to\b|"
     r"\b(?:goes|went|go|going|moves?|moved|comes|came) (?:down|up) to\b|\bmoved the goalposts\b|"
@@ -907,8 +908,9 @@ OLD_FIGURE = re.compile(
 )
 # a figure said to be wrong: "it's £842, not £480", "notice is 12 weeks, not 8", "the
 # allowance isn't 750", "it's NOT 8"
+_NOT_SO = r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t|\bweren'?t)\s+"
 CORRECTED = re.compile(
-    r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t|\bweren'?t)\s+(?:about |around |even |the )?"
+    _NOT_SO + r"(?:about |around |even |the )?"
     # (not a figure's compound: "it's not 144-specific")
     r"[\u00a3$\u20ac]?(?P<was>\d[\d,.]*\d|\d)(?:k\b)?(?!\s*%|-[^\W\d_])"
 )
@@ -1433,8 +1435,7 @@ ADMITS = re.compile(r"\bi was wrong (?:about|on) ")
 def admits(text: str) -> bool:
     """Whether `text` only admits a fact the user said was wrong ("ok I was wrong about
     raw then, it only dedupes within a load"), changing no rule."""
-    lower = text.lower()
-    return bool(ADMITS.search(lower)) and not (CHANGE.search(lower) or REPLACE.search(lower))
+    return change_said(text.lower()).admits
 
 
 _SET_NOW = re.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
@@ -1553,17 +1554,20 @@ class _Said(NamedTuple):
     explicit: bool  # it takes an earlier word back as such (`RETRACTS`)
     named: frozenset[str]  # the terms of what it says it changes (`named_in`)
     figures: frozenset[str]  # the figures it says something had (`old_figures`)
+    admits: bool  # it only admits a fact said was wrong (`ADMITS`), changing no rule
 
 
 @lru_cache(maxsize=256)
 def change_said(lower: str) -> _Said:
     """`_Said` of lower case text (a change is compared with many rules, and kept ones)."""
+    changed = bool(CHANGE.search(lower) or REPLACE.search(lower))
     return _Said(
-        bool(CHANGE.search(lower) or REPLACE.search(lower) or NAMED_CHANGE.search(lower)),
+        changed or NAMED_CHANGE.search(lower) is not None,
         CORRECTED.search(lower) is not None,
         RETRACTS.search(lower) is not None,
         frozenset(named_in(lower)),
         frozenset(old_figures(lower)),
+        not changed and ADMITS.search(lower) is not None,
     )
 
 
@@ -1597,7 +1601,7 @@ def replaces(
         # a correction alone ("£4,360, not £3,860") replaces no rule: what it corrects was
         # said as a fact (`ccm.engine.fold` keeps those, and replaces the one it names)
         return False
-    if admits(lower):
+    if said.admits:
         return False  # a fact admitted wrong ("I was wrong about raw") changes no rule
     # "forget what I said about console" names what it replaces: two terms in common do
     if shared >= 2 and (said.explicit or shared >= 0.3 * min(len(a), len(b))):
@@ -1617,7 +1621,13 @@ def old_figures(lower: str) -> set[str]:
     too many things said)."""
     found = [match.group("was") for match in OLD_FIGURE.finditer(lower)]
     found += [match.group("was") for match in CORRECTED.finditer(lower)]
-    return {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
+    return _of_two_digits(found)
+
+
+def _of_two_digits(figures: Iterable[str]) -> set[str]:
+    """The `figures` with two digits at least (a "3" or an "8" is in too many things
+    said to say which one was meant)."""
+    return {figure for figure in figures if sum(ch.isdigit() for ch in figure) >= 2}
 
 
 def figures_denied(text: str) -> frozenset[str]:
@@ -1632,14 +1642,14 @@ def figures_denied(text: str) -> frozenset[str]:
         match.group("was") + ("k" if match.group().endswith("k") else "")
         for match in CORRECTED.finditer(lower)
     )
-    figures = {figure for figure in found if sum(ch.isdigit() for ch in figure) >= 2}
+    figures = _of_two_digits(found)
     # a name with a figure in it: "tank is raidz1, not raidz2", "it isn't v2.3"
     figures.update(match.group("was") for match in _NAME_DENIED.finditer(lower))
     return frozenset(figures)
 
 
 _NAME_DENIED = re.compile(
-    r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t)\s+(?:the |a |an )?"
+    _NOT_SO + r"(?:the |a |an )?"
     r"(?P<was>[a-z][a-z-]*\d(?:[\w.-]*[a-z\d])?)(?![\w-])"
 )
 

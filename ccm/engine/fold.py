@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 112
+STATE_VERSION = 113
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -301,8 +301,10 @@ def new_state(session: str) -> State:
         "critical_keys": {},
         "critical_subjects": {},  # the content words of each rule said (see `_add_critical`)
         "critical_replaced": [],  # [turn, replaced at turn, text] of the latest changes
-        # [turn, sentence] of the latest preferences and figures said that are no rule
-        # (`SAID_KEPT`): a change or a correction that names one replaces it (`_add_critical`)
+        # [turn, sentence, the sentence before it or ""] of the latest preferences and
+        # figures said that are no rule (`SAID_KEPT`): a change or a correction that names
+        # one replaces it (`_add_critical`), a reading of the evidence that denies its
+        # figure too (`_denied`)
         "said": [],
         "decisions": [],
         "conclusions": [],
@@ -882,26 +884,34 @@ def _add_critical(state: State, turn: int, kind: str, text: str) -> None:
         or critical.only_replaces(text)
     ):
         return  # "forget the finance, we're paying cash": a choice, no rule changed
-    # a fact admitted wrong ("ok I was wrong about raw then"): what it takes back goes
-    # whole, and no rule comes of it
-    admitted = kind == critical.REPLACEMENT and critical.admits(text)
+    if kind == critical.REPLACEMENT and critical.admits(text):
+        # a fact admitted wrong ("ok I was wrong about raw then"): what it takes back goes
+        # whole, and no item comes of it
+        if replaced is not None:
+            _mark_replaced(state, replaced, turn)
+        return
     if kind == critical.REPLACEMENT:  # what it changes: a preference, a figure, a rule
         kind = replaced["kind"] if replaced is not None else "preference"
     state["critical_keys"][key] = turn  # (an item that is made: what it says, its subject)
     state["critical_subjects"][same] = turn
     if replaced is not None:
-        replaced["superseded_by"] = turn
-        state["critical_rev"] += 1
-        state["critical_replaced"].append([replaced["turn"], turn, replaced["text"]])
-        del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+        _mark_replaced(state, replaced, turn)
         # the rules of the replaced item that this one does not touch stand, said when
         # they were said
-        standing = "" if admitted else critical.left_standing(replaced["text"], text)
+        standing = critical.left_standing(replaced["text"], text)
         if standing:
             state["critical_keys"][_critical_key(standing)] = replaced["turn"]
             _append_critical(state, replaced["turn"], replaced["kind"], standing)
-    if not admitted:
-        _append_critical(state, turn, kind, text)
+    _append_critical(state, turn, kind, text)
+
+
+def _mark_replaced(state: State, item: dict[str, Any], turn: int) -> None:
+    """`item` replaced by what `turn` says: no longer live, and the change recorded (the
+    latest `CRITICAL_REPLACED_KEPT`, which ``working.yaml`` shows)."""
+    item["superseded_by"] = turn
+    state["critical_rev"] += 1
+    state["critical_replaced"].append([item["turn"], turn, item["text"]])
+    del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
 
 
 def _named_rather(
@@ -988,11 +998,8 @@ def _denied(state: State, turn: int, figures: frozenset[str]) -> None:
         if key in state["critical_keys"]:
             return  # an item already, live or replaced: a rule stands until the user changes it
         _append_critical(state, said_at, "constraint", sentence)
-        state["critical"][-1]["superseded_by"] = turn
         state["critical_keys"][key] = said_at
-        state["critical_rev"] += 1
-        state["critical_replaced"].append([said_at, turn, sentence])
-        del state["critical_replaced"][:-CRITICAL_REPLACED_KEPT]
+        _mark_replaced(state, state["critical"][-1], turn)
         return
 
 
