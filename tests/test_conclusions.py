@@ -782,6 +782,7 @@ NOT_SETTLED = [
     # whichever it is: a condition on the choice, not the choice
     "whoever it is has to be fine with early starts, that's the job",
     "whatever flat it is needs a lift, my knee won't do stairs",
+    "and honestly: so whichever nursery it is has to take her at 7:30, I start at 8",
     "so £12 then? or is that too much for a village hall",
     "the cafe that closes the square on market days is the one I mean",
     "so what stays, the sofa or the armchair?",

@@ -91,6 +91,9 @@ def _rx(*patterns: str) -> re.Pattern[str]:
 
 
 _WORD = r"[\w.+/#'&-]+"  # a word, a name ("R&P", "M&S"), a path
+# not one of whichever it is: "whoever it is has to be good with nervous dogs", "so
+# whatever school it is has to be serious about that"
+_ANY_ONE = r"(?!(?:whoever|whatever|whichever|wherever|however)\b)"
 _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word or a figure: "£9", "2,500"
 # said as settled: "backups are properly done now", "certs are finally fixed"
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
@@ -517,10 +520,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         ("it is",),
         _rx(
             rf"\b(?<!\bas )(?<!\bhow )(?<!\bwhat )(?<!\bwhere )(?<!\bway )"
-            # not whichever it is: "whoever it is has to be good with nervous dogs"
-            rf"(?!(?:whoever|whatever|whichever|wherever|however)\b)"
             rf"(?<!\bwhoever )(?<!\bwhatever )(?<!\bwhichever )"
-            rf"{_WORD}(?: {_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
+            rf"{_ANY_ONE}{_WORD}(?: {_ANY_ONE}{_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
             rf"(?<!\bway)(?<!\bthere)(?<!\bhere) it is\b"  # not "and there it is."
             r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
         ),
