@@ -749,6 +749,40 @@ def test_a_topic_named_after_about_or_put_next_opens_a_topic(opening: str) -> No
 
 
 @pytest.mark.parametrize(
+    "opening",
+    [
+        "Music. Let's go with the DJ Sam's cousin knows, 350 for the evening and he brings "
+        "his own lights.",
+        "Photos. Decided: Maya does the day, 900 with the album, she's free on the 14th.",
+        "ok transport. we'll go with the coach from the station, 46 seats, 280 return.",
+    ],
+)
+def test_a_topic_named_and_settled_in_one_turn_opens_a_segment_it_concludes(
+    opening: str,
+) -> None:
+    """Written for this test: a turn that names a topic ("Music.") and settles it in the
+    same breath concludes the topic it opens, not the caterer's before it."""
+    answer = ("assistant", "Noted, I'll add it to the plan.")
+    segments = _segments_of([*WEDDING, ("user", opening), answer])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+    assert segments[1]["conclusion"]["turn"] == len(WEDDING) + 1
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "right, transport. is there a coach from the station?",
+        "ok photos. who's free on the 14th",
+    ],
+)
+def test_a_topic_named_after_ok_opens_a_segment_in_few_words(opening: str) -> None:
+    """Written for this test: a topic named after "ok" or "right" ("right, transport.")
+    opens a segment with three words of its own."""
+    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "I'll look into it.")])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+
+
+@pytest.mark.parametrize(
     "reply",
     [
         "about right. the 60 guests fit if the caterer serves at the tables",

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 114
+STATE_VERSION = 115
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -92,7 +92,7 @@ SHIFT = re.compile(
 _TOPIC = r"(?:the|[a-z]+'s) [a-z][\w-]*(?: [a-z][\w-]*)?\s*[.:!](?:\s|$)"
 ASIDE_WORDS = 5  # a short sentence before the words that take a topic up again
 LABEL_TERMS = 7  # terms a turn opened by a label ("logs. ...") needs to open a topic
-NAMED_TERMS = 5  # ... and one opened by a label named after "ok" ("ok. dbt. ...")
+NAMED_TERMS = 3  # ... and one opened by a label named after "ok" ("ok. dbt. ...")
 _NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
 # a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
 RESUMED = re.compile(
@@ -1132,7 +1132,9 @@ def _topic_score(
         score += 1.0
         cue = "conclusion" if cue == "cohesion" else cue
     if found is not None and not _concludes_earlier(state, mine, seen):
-        score -= 2.0  # it concludes what the segment was about
+        # it concludes what the segment was about; less surely when it opens by taking
+        # up a topic ("Schools. ... we'd like to keep them on a British curriculum")
+        score -= 1.0 if cue == "shift" else 2.0
     if len(mine) < 3:
         score -= 1.0
     if cue != "shift" and ACTS_ON_IT.search(" ".join(head.split()[:ACTS_WORDS])):
