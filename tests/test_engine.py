@@ -773,13 +773,37 @@ def test_a_topic_named_and_settled_in_one_turn_opens_a_segment_it_concludes(
     [
         "right, transport. is there a coach from the station?",
         "ok photos. who's free on the 14th",
+        "so, seating. who goes next to Gran?",
     ],
 )
 def test_a_topic_named_after_ok_opens_a_segment_in_few_words(opening: str) -> None:
-    """Written for this test: a topic named after "ok" or "right" ("right, transport.")
-    opens a segment with three words of its own."""
-    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "I'll look into it.")])
-    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+    """Written for this test: a topic named after "ok", "right" or "so" ("right,
+    transport.") opens a segment with three words of its own, also in a topic that has
+    not concluded."""
+    for before in (WEDDING, WEDDING[:4]):
+        segments = _segments_of([*before, ("user", opening), ("assistant", "Let me look.")])
+        assert [s["raw_lines"][0] for s in segments] == [1, len(before) + 1]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "lovely. Sam's parents pay for the drinks, the cake and the string quartet, and his "
+        "aunt brings the flowers",
+        "go. and ask whether the quartet and the cake from Sam's aunt can come in through "
+        "their kitchen",
+    ],
+)
+def test_a_word_of_approval_or_a_go_ahead_alone_names_no_topic(reply: str) -> None:
+    """Written for this test: "lovely." or "go." before the rest of a turn is a reply to
+    the answer, not a topic named in a word ("logs. ..."): the turn stays in its topic
+    when the answer to it takes it up."""
+    answer = (
+        "Noted: Sam's parents pay for the drinks, the cake and the quartet, Green Table "
+        "does the desserts."
+    )
+    segments = _segments_of([*WEDDING[:4], ("user", reply), ("assistant", answer)])
+    assert [s["raw_lines"][0] for s in segments] == [1]
 
 
 @pytest.mark.parametrize(

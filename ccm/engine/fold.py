@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 115
+STATE_VERSION = 116
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -207,7 +207,7 @@ FOLLOW_UP = re.compile(
 )
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
 LABEL = re.compile(
-    r"^(?:(?P<lead>(?:ok(?:ay)?|right|now)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
+    r"^(?:(?P<lead>(?:ok(?:ay)?|right|now|so)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
 )
 # a turn that opens by acting on what was just said ("do it.", "ok keep it. but ...",
 # "leave it, not today", "ok that one's out"): the topic at hand goes on (not "while
@@ -221,6 +221,8 @@ ACTS_ON_IT = re.compile(
 ACTS_WORDS = 6  # ... in its first words
 # back from a break: with the pause, a likelier new topic
 BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
+# a word that opens a turn alone as a reply, an approval or a word on what was just said
+# ("lovely. ...", "go. ...", "meh. ..."): no topic named
 NOT_LABEL = frozenset(
     """
     ok okay yes yeah yep no nope nah nice great good cool hm hmm ugh wow sure right thanks
@@ -228,12 +230,9 @@ NOT_LABEL = frozenset(
     alright oh ah damn hi hey sorry agreed exactly true correct interesting weird green
     fixed merged told found confirmed noted indeed nope pessimist decision decided verdict
     conclusion final bed bedtime night
+    go commit merge push ship meh lovely brilliant amazing marvellous awesome excellent works
+    ouch ohh ohhh gotcha understood yay phew sweet grand cheers fair ta superb wonderful fantastic splendid
     """.split()  # noqa: SIM905 - a word list reads better as text
-)
-# ... and words that take an answer as they open a turn ("ok fair. what about ..."): a word
-# alone after "ok" names a topic when it is none of these
-ACKNOWLEDGED = frozenset(
-    "fair lovely brilliant grand cheers ta gotcha understood awesome sweet excellent".split()  # noqa: SIM905
 )
 PENDING = skipping(
     r"\b(?:still need(?:s)? to|remaining|left to do|to ?do:|not yet|open question|"
@@ -1101,10 +1100,8 @@ def _topic_score(
         label = LABEL.match(head)
         if label and label.group(2) not in NOT_LABEL:
             # "logs. ...", and more so after the words that turn to it: "ok money. ..."
-            named = (  # "ok money. ...", not "ok problems: ..." nor "ok fair. ..."
-                label.group("lead")
-                and label.group("mark") == "."
-                and label.group(2) not in ACKNOWLEDGED
+            named = (  # "ok money. ...", not "ok problems: ..."
+                label.group("lead") and label.group("mark") == "."
             )
             # a label named after "ok" opens a topic in fewer words: "ok. dbt. our runs
             # went 188 -> 513 TiB, what happened"
