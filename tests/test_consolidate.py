@@ -917,3 +917,35 @@ def test_an_accepted_proposal_is_noted_with_the_rest_of_what_was_accepted(
     assert lead.startswith("Split the export by region")
     assert "The partner reads the files by prefix, so nothing changes on their side." in lead
     assert "The old single file goes away after a two-week overlap." in lead
+
+
+# written for this test: a request, and an answer with the specifics
+ROTA = (
+    (
+        "user",
+        "can you split the watering rota for the summer between the plot holders",
+        "2026-05-07T19:00:00Z",
+    ),
+    (
+        "assistant",
+        "That's 12 households for 14 weeks, so two people get a second week. I've given the "
+        "second weeks to Ann and Bo for now; swap if others offer.",
+        "2026-05-07T19:02:00Z",
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # the statement goes on with the answer it accepts ("... \u2014 That's 12 ...")
+        "lovely, that's the rota sorted then! I'll print it first thing tomorrow \U0001f64c",
+        # the user's own words: the answer follows them, and the summary says it too
+        "lovely, that's the rota sorted then! I'll print it tomorrow and pin it up in the shed",
+    ],
+)
+def test_what_the_lead_says_of_the_answer_is_not_said_twice(tmp_path: Path, reply: str) -> None:
+    text = turns(*ROTA, ("user", reply, "2026-05-07T19:05:00Z"))
+    lead = consolidated_note(tmp_path, "rota", text).split("\n\n")[1]
+    assert lead.startswith("lovely, that's the rota sorted then!")
+    assert lead.count("so two people get a second week") == 1

@@ -130,6 +130,10 @@ def _follows(conclusion: dict[str, Any], turns: dict[int, dict[str, Any]]) -> tu
         added = lead[FOLLOWS_SENTENCES:]  # what was accepted, said on
     else:
         return 0, ""
+    # what the statement says already (it may go on with the answer it accepts: "lovely,
+    # that's the rota sorted then! — That's 21 households for 24 slots") is not said twice
+    whole = " ".join(str(conclusion["text"]).split())
+    added = [s for s in added if " ".join(s.split()) not in whole]
     # list items read as sentences
     return answer, " ".join(s if s.endswith((".", "!", ":", ";")) else s + "." for s in added)
 
@@ -517,7 +521,7 @@ def artifact_note(
     session_link = notes.wikilink(session_path(node.session), node.session)
     # the lead paragraph: what was concluded, what the answer it follows says, then
     # what the segment was about
-    context = _context(record["summary"], node.text)
+    context = _context(record["summary"], f"{node.text} {record['follows']}")
     lines = [f"# {notes.inline(heading)}", "", notes.inline(node.text)]
     if record["follows"]:
         lines.append(notes.inline(record["follows"]))
@@ -571,7 +575,8 @@ def artifact_note(
 
 def _context(summary: str, statement: str) -> str:
     """A segment's summary as the context of its conclusion: without the conclusion it
-    ends with (the summary's "→ ..."), which the statement already says."""
+    ends with (the summary's "→ ..."), nor what the statement (and the answer it
+    follows) already says."""
     text = summary.split(" \u2192 ", 1)[0] if " \u2192 " in summary else summary
     text = text.removeprefix("\u2192 ").strip()
     said = " ".join(statement.split())
