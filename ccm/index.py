@@ -244,21 +244,61 @@ def clipped(content: str, chars: int, turn: int) -> str:
     return content[:chars].rstrip() + f" \u2026 [{len(content)} chars; @expand(turn {turn})]"
 
 
+# a word that says something went wrong, in a line of a tool's output ("ERROR ITMS-90189: ...",
+# "FAILED tests/...", "WARNING: DATA RACE"), kept when the output is cut between its
+# first and last lines; not a line of a diff, nor a word that ends its line (a setting's
+# value: "severity: error")
+ALARM_WORD = re.compile(
+    r"\b(?:error|fatal|panic|exception|traceback|fail(?:ed|ure|s)?|data race)\b", re.IGNORECASE
+)
+ALARM_LINES = 3  # of those, kept at most
+ALARM_CHARS = 40  # the least of one worth showing
+
+
 def excerpt(content: str, chars: int, turn: int) -> str:
     """About `chars` characters of a tool's output: its first lines and its last ones
     (where a command's error or summary is), saying what was left out between them and
-    how to get it whole."""
+    how to get it whole. Lines between them that say something went wrong (a build's
+    error amid its log) take a third of the room from the last lines."""
     if len(content) <= chars:
         return content
-    half = chars // 2
-    head = content[:half]
+    head, tail = _ends(content, chars // 2)
+    between = content[len(head) : len(content) - len(tail)].split("\n")
+    alarms = [line.strip() for line in between if _alarm(line)][:ALARM_LINES]
+    said: list[str] = []
+    if alarms:
+        tail = _ends(content, chars // 6)[1]
+        room = chars - len(head) - len(tail)
+        for line in alarms:
+            if room < ALARM_CHARS:
+                break
+            said.append(line if len(line) <= room else line[: room - 1].rstrip() + "\u2026")
+            room -= len(said[-1]) + 1
+    left = len(content) - len(head) - len(tail) - sum(len(line) + 1 for line in said)
+    cut = f"\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]"
+    return "\n".join([head.rstrip(), *(f"\u2026 {line}" for line in said), cut, tail.lstrip()])
+
+
+def _alarm(line: str) -> bool:
+    """Whether a line of a tool's output says something went wrong (`ALARM_WORD`)."""
+    found = ALARM_WORD.search(line)
+    return (
+        found is not None
+        and not line.lstrip().startswith(("+", "-"))
+        and bool(line[found.end() :].strip(" \t\"'.,:;)]}"))
+    )
+
+
+def _ends(content: str, size: int) -> tuple[str, str]:
+    """The first and the last whole lines of `content` in about `size` characters each
+    (a line longer than that, cut)."""
+    head = content[:size]
     if "\n" in head:
         head = head[: head.rindex("\n")] or head
-    tail = content[-half:]
+    tail = content[-size:]
     if "\n" in tail:
         tail = tail[tail.index("\n") + 1 :] or tail
-    left = len(content) - len(head) - len(tail)
-    return f"{head.rstrip()}\n\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]\n{tail.lstrip()}"
+    return head, tail
 
 
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time

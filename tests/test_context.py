@@ -17,6 +17,7 @@ from ccm.bench import evidence_ids, run_locomo
 from ccm.cli import main
 from ccm.context import SHARES, assemble, classify
 from ccm.engine.critical import core
+from ccm.index import excerpt
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
 from tests.helpers import ccm_at as ccm
@@ -890,6 +891,29 @@ def test_the_newest_tool_output_shows_its_first_and_last_lines_when_cut(tmp_path
     text = ccm(root, "context", "agent", "--budget", "400").stdout
     assert "test_0 PASSED" in text and "FAILED test_export: KeyError" in text
     assert "test_100 PASSED" not in text and "chars; @expand(turn 2)]" in text
+
+
+def test_a_cut_tool_output_keeps_the_lines_between_that_say_it_failed(tmp_path: Path) -> None:
+    """Written for this test: a build log that fails in its middle, and a diff whose
+    settings say "error": the error line is shown between the first and last lines, a
+    setting's value is no error."""
+    build = [f"[09:{k:02d}] step {k}: compiling module_{k}.c" for k in range(60)]
+    build[31] = "[09:31] ERROR E1042: linker could not find symbol render_frame_v2"
+    log = "\n".join([*build, "build finished with errors"])
+    root = _agent(tmp_path, [("user", "Build it."), ("tool", log)])
+    text = ccm(root, "context", "agent", "--budget", "400").stdout
+    assert "[09:00] step 0" in text and "build finished with errors" in text
+    assert "ERROR E1042: linker could not find symbol" in text
+    assert "step 45" not in text and "chars; @expand(turn 2)]" in text
+    # settings with "severity: error", a diff that adds a call to log an error: cut to
+    # their first and last lines
+    settings = [f"  model_{k}: {{tests: [unique]}}" for k in range(60)]
+    settings[30] = "  severity: error"
+    diff = [f"+    step_{k}()" for k in range(60)]
+    diff[30] = "+    log.error('retrying %s', job)"
+    for lines in (settings, diff):
+        cut = excerpt("\n".join(lines), 300, 3)
+        assert "error" not in cut and cut.count("\n\u2026 ") == 1
 
 
 def test_the_working_state_names_the_specifics_the_context_does_not_show(tmp_path: Path) -> None:
