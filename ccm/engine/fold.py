@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 116
+STATE_VERSION = 117
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -230,8 +230,8 @@ NOT_LABEL = frozenset(
     alright oh ah damn hi hey sorry agreed exactly true correct interesting weird green
     fixed merged told found confirmed noted indeed nope pessimist decision decided verdict
     conclusion final bed bedtime night
-    go commit merge push ship meh lovely brilliant amazing marvellous awesome excellent works
-    ouch ohh ohhh gotcha understood yay phew sweet grand cheers fair ta superb wonderful fantastic splendid
+    go commit meh lovely brilliant amazing marvellous awesome excellent works ouch ohh ohhh
+    gotcha understood yay phew sweet grand cheers fair ta superb wonderful fantastic splendid
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 PENDING = skipping(
