@@ -807,6 +807,31 @@ def test_a_word_of_approval_or_a_go_ahead_alone_names_no_topic(reply: str) -> No
 
 
 @pytest.mark.parametrize(
+    ("aside", "opens"),
+    [
+        (
+            "oh and one rule from Sam: no speeches longer than five minutes, his uncle included",
+            False,
+        ),
+        (
+            "oh and before I forget: nothing with nuts anywhere on the menu, Sam's niece is "
+            "allergic",
+            False,
+        ),
+        ("oh and the florist rang, she can do peonies after all for 40 more", True),
+    ],
+)
+def test_an_aside_that_lays_down_a_rule_stays_with_the_work_at_hand(
+    aside: str, opens: bool
+) -> None:
+    """Written for this test: "oh and ..." opens a topic ("the florist rang"), unless what
+    it says is a rule for the work at hand ("one rule from Sam: ...")."""
+    answer = ("assistant", "Noted, that goes on the list for Green Table and the 60 guests.")
+    segments = _segments_of([*WEDDING[:4], ("user", aside), answer])
+    assert [s["raw_lines"][0] for s in segments] == ([1, 5] if opens else [1])
+
+
+@pytest.mark.parametrize(
     "reply",
     [
         "about right. the 60 guests fit if the caterer serves at the tables",

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 117
+STATE_VERSION = 118
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -219,6 +219,9 @@ ACTS_ON_IT = re.compile(
     r"^(?:\W*\w+\W+)?that one'?s\b"
 )
 ACTS_WORDS = 6  # ... in its first words
+# "oh and ...": an aside, which opens a topic unless it lays down a rule ("oh and a rule for
+# myself: ...", "oh and before I forget: no single-sex schools"), one for the work at hand
+OH_AND = re.compile(r"^(?:\W*(?:ok(?:ay)?|so|right|also)\W+)*oh,? and\b")
 # back from a break: with the pause, a likelier new topic
 BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
 # a word that opens a turn alone as a reply, an approval or a word on what was just said
@@ -1090,7 +1093,7 @@ def _topic_score(
     mine = set(turn_terms)
     said = next((e for e in reversed(open_turns) if e[1] != "tool"), None)
     if (
-        OPENER.match(head)
+        (OPENER.match(head) and not (rules and OH_AND.match(head)))
         or (said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower()))
         or _opens_after_aside(head)
         or LETS_TALK.search(head[:160])
