@@ -850,14 +850,18 @@ def test_about_a_figure_or_about_right_opens_nothing(reply: str) -> None:
         "ok that's it for today, brain is mush. barn visit tomorrow, then the seating plan",
         "right, I'm done for tonight. the florist and the band can wait till the weekend",
         "let's stop here for today, I'll send Sam the caterer list tomorrow morning",
+        "haha no, Sam's parents will survive a buffet with a string quartet and cake. night!",
+        "fair. right I'm knackered, the quartet and the cake can wait. bed x",
     ],
 )
 def test_a_stop_for_the_day_opens_no_topic(stop: str) -> None:
     """Written for this test: the user stops for the day and lists what is left ("barn
-    visit tomorrow, then the seating plan"): the work at hand goes on in its segment, and
-    the next topic starts when the work on it does."""
-    segments = _segments_of([*WEDDING, ("user", stop), ("assistant", "Good night!")])
-    assert [s["raw_lines"][0] for s in segments] == [1]
+    visit tomorrow, then the seating plan"), or says a last word and goodnight ("...
+    night!"): the work at hand goes on in its segment, and the next topic starts when the
+    work on it does."""
+    for before in (WEDDING, WEDDING[:4]):
+        segments = _segments_of([*before, ("user", stop), ("assistant", "Good night!")])
+        assert [s["raw_lines"][0] for s in segments] == [1]
 
 
 @pytest.mark.parametrize(

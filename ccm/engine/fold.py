@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 118
+STATE_VERSION = 119
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -1139,7 +1139,11 @@ def _topic_score(
         score -= 1.0
     if cue != "shift" and ACTS_ON_IT.search(" ".join(head.split()[:ACTS_WORDS])):
         score -= 1.0  # it acts on what was just said: "do it.", "ok keep it. but ..."
-    if SIGN_OFF.match(head) or conclusions.PAUSE.search(head):
+    if (
+        SIGN_OFF.match(head)
+        or conclusions.PAUSE.search(head)
+        or conclusions.GOODNIGHT.search(text.lower().rstrip())
+    ):
         # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
         # listed: no topic taken up (the next one starts when the work does)
         score -= 2.0
