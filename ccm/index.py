@@ -259,21 +259,22 @@ def excerpt(content: str, chars: int, turn: int) -> str:
     """About `chars` characters of a tool's output: its first lines and its last ones
     (where a command's error or summary is), saying what was left out between them and
     how to get it whole. Lines between them that say something went wrong (a build's
-    error amid its log) take a third of the room from the last lines."""
+    error amid its log) are kept too, in a third of the room the last lines had."""
     if len(content) <= chars:
         return content
     head, tail = _ends(content, chars // 2)
     between = content[len(head) : len(content) - len(tail)].split("\n")
     alarms = [line.strip() for line in between if _alarm(line)][:ALARM_LINES]
     said: list[str] = []
-    if alarms:
-        tail = _ends(content, chars // 6)[1]
-        room = chars - len(head) - len(tail)
-        for line in alarms:
-            if room < ALARM_CHARS:
-                break
-            said.append(line if len(line) <= room else line[: room - 1].rstrip() + "\u2026")
-            room -= len(said[-1]) + 1
+    short = _ends(content, chars // 6)[1]
+    room = chars - len(head) - len(short)
+    for line in alarms:
+        if room < ALARM_CHARS:
+            break
+        said.append(line if len(line) <= room else line[: room - 1].rstrip() + "\u2026")
+        room -= len(said[-1]) + 1
+    if said:  # (the last lines keep their room when none is said)
+        tail = short
     left = len(content) - len(head) - len(tail) - sum(len(line) + 1 for line in said)
     cut = f"\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]"
     return "\n".join([head.rstrip(), *(f"\u2026 {line}" for line in said), cut, tail.lstrip()])

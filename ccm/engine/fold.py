@@ -1102,10 +1102,9 @@ def _topic_score(
     else:
         label = LABEL.match(head)
         if label and label.group(2) not in NOT_LABEL:
-            # "logs. ...", and more so after the words that turn to it: "ok money. ..."
-            named = (  # "ok money. ...", not "ok problems: ..."
-                label.group("lead") and label.group("mark") == "."
-            )
+            # "logs. ...", and more so after the words that turn to it: "ok money. ..." (not
+            # "ok problems: ...")
+            named = label.group("lead") and label.group("mark") == "."
             # a label named after "ok" opens a topic in fewer words: "ok. dbt. our runs
             # went 188 -> 513 TiB, what happened"
             if len(mine) >= (NAMED_TERMS if named else LABEL_TERMS):
