@@ -774,10 +774,11 @@ def test_a_topic_named_and_settled_in_one_turn_opens_a_segment_it_concludes(
         "right, transport. is there a coach from the station?",
         "ok photos. who's free on the 14th",
         "so, seating. who goes next to Gran?",
+        "anyway, flowers. peonies or roses?",
     ],
 )
 def test_a_topic_named_after_ok_opens_a_segment_in_few_words(opening: str) -> None:
-    """Written for this test: a topic named after "ok", "right" or "so" ("right,
+    """Written for this test: a topic named after "ok", "right", "so" or "anyway" ("right,
     transport.") opens a segment with three words of its own, also in a topic that has
     not concluded."""
     for before in (WEDDING, WEDDING[:4]):

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 120
+STATE_VERSION = 121
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -207,7 +207,7 @@ FOLLOW_UP = re.compile(
 )
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
 LABEL = re.compile(
-    r"^(?:(?P<lead>(?:ok(?:ay)?|right|now|so)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
+    r"^(?:(?P<lead>(?:ok(?:ay)?|right|now|so|anyway)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
 )
 # a turn that opens by acting on what was just said ("do it.", "ok keep it. but ...",
 # "leave it, not today", "ok that one's out"): the topic at hand goes on (not "while
