@@ -407,6 +407,7 @@ WEDDING = [
         [("user", "On that: the florist rang back, so let's talk flowers: peonies or roses?")],
         [("user", "Other news, less fun: the barn has doubled the deposit to 800.")],
         [("user", "and while we're on money, the photographer wants 300 up front now.")],
+        [("user", "oh while we're on drinks. does the barn let us bring our own wine?")],
         [("user", "ok flowers. the florist wants 200 up front and peonies decided by friday.")],
         [
             (

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 121
+STATE_VERSION = 122
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -158,7 +158,7 @@ OPENER = re.compile(
      + _TOPIC + r")|"
     r"while (?:i'?m|we'?re) (?:at it|on (?:it|the subject|that)|in (?:a |the )?[\w-]+ mood)\b|"
     # a topic next to the one at hand: "and while we're on money, the other thing: ..."
-    r"while (?:i'?m|we'?re) on (?:the (?:subject|topic) of )?[a-z][\w'-]*(?: [a-z][\w'-]*)?[,:]|"
+    r"while (?:i'?m|we'?re) on (?:the (?:subject|topic) of )?[a-z][\w'-]*(?: [a-z][\w'-]*)?[.,:]|"
     r"oh,? and\b|(?:[a-z][\w-]*(?: [a-z][\w-]*)?),? again\b|while i think of it\b|"
     r"speak of the devil\b|"
     # a topic taken up by its name alone: "ok, the race.", "Right, the split.", "ok, Lena's list."
