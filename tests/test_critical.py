@@ -310,6 +310,9 @@ NOT_RULES = [
     "the nightly fails the build on the arm runner again, no idea why.",
     # a figure given with a hedge said as an order
     "the plumber reckoned two days for the first fix. don't quote me on that",
+    # an order said as an aside
+    "my brother drove a hearse for two years in the 90s (don't ask).",
+    "the dog met the neighbour's goats today (through the fence, don't worry)",
 ]
 
 

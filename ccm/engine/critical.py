@@ -952,6 +952,9 @@ HEDGE = re.compile(
     r"\b(?:maybe|perhaps|probably|possibly|i think(?! of (?:it|that|this)\b)|i guess|i bet|"
     r"pretty sure|i suppose|might|what if|suppose|imagine|hypothetically|in theory|not sure|"
     r"no idea|i wonder|fun fact|i doubt|don'?t quote me)\b"  # ("while I think of it: ..." is no guess)
+    # an order said as an aside: "a covers band in the 80s (don't ask)", "(on the lead,
+    # dont worry)"
+    r"|\bdon'?t (?:ask|worry|judge me|laugh)\s*\)"
 )
 # what each kind of cue weighs: a sentence whose cues weigh THRESHOLD states a rule
 CUE_WEIGHTS = {
