@@ -266,15 +266,16 @@ def excerpt(content: str, chars: int, turn: int) -> str:
     between = content[len(head) : len(content) - len(tail)].split("\n")
     alarms = [line.strip() for line in between if _alarm(line)][:ALARM_LINES]
     said: list[str] = []
-    short = _ends(content, chars // 6)[1]
-    room = chars - len(head) - len(short)
-    for line in alarms:
-        if room < ALARM_CHARS:
-            break
-        said.append(line if len(line) <= room else line[: room - 1].rstrip() + "\u2026")
-        room -= len(said[-1]) + 1
-    if said:  # (the last lines keep their room when none is said)
-        tail = short
+    if alarms:
+        short = _ends(content, chars // 6)[1]
+        room = chars - len(head) - len(short)
+        for line in alarms:
+            if room < ALARM_CHARS:
+                break
+            said.append(line if len(line) <= room else line[: room - 1].rstrip() + "\u2026")
+            room -= len(said[-1]) + 1
+        if said:  # (the last lines keep their room when none is said)
+            tail = short
     left = len(content) - len(head) - len(tail) - sum(len(line) + 1 for line in said)
     cut = f"\u2026 [{left} of {len(content)} chars; @expand(turn {turn})]"
     return "\n".join([head.rstrip(), *(f"\u2026 {line}" for line in said), cut, tail.lstrip()])

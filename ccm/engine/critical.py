@@ -944,6 +944,7 @@ QUESTION = re.compile(
 )
 # a way of working asked for good: "from now on, can you write everything in minutes?",
 # "can we do everything in km from now on?"
+_FOR_GOOD = ("from now on", "going forward")  # one of which `STANDING` cannot match without
 STANDING = re.compile(
     r"\b(?:can|could|would) (?:you|we) (?!be\b)[^?]{0,80}\b(?:from now on|going forward)\b|"
     r"\b(?:from now on|going forward),? (?:can|could|would) (?:you|we) (?!be\b)"
@@ -1336,7 +1337,11 @@ def rule_score(sentence: str) -> tuple[float, str | None]:
             score += weight
             if weight > best_weight:
                 best, best_weight = cue.name, weight
-    if STANDING.search(lower) and not HEDGE.search(lower):
+    if (
+        any(phrase in lower for phrase in _FOR_GOOD)
+        and STANDING.search(lower)
+        and not HEDGE.search(lower)
+    ):
         return max(score, THRESHOLD), best or "flag"  # asked, but for good
     if score >= THRESHOLD and (QUESTION.search(lower) or HEDGE.search(lower)):
         return 0.0, None  # a question, a guess or a hypothetical lays down nothing
@@ -1425,7 +1430,8 @@ _CHANGE_WORDS = (
     "chang", "take back", "took back", "taking back", "take it back", "take that back",
     "take this back", "come round", "coming round", "goalpost", "longer", "anymore",
     "any more", "forget", "ignore what", "ignore the", "ignore my", "ignore that", "scratch",
-    "disregard", "i know i said", "was wrong", "talked me", "won me", "soften", "scrap", "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
+    "disregard", "i know i said", "was wrong", "talked me", "won me", "soften", "scrap",
+    "drop the", "drop my", "drop that", "drop what", "ditch", "down to", "up to",
     "fine now", "ok now", "okay now", "allowed now", "from now", "new floor", "new ceiling",
     "new limit", "new budget", "new cap", "new deadline", "new rule", "new max", "new min",
     "new target", "new number", "new figure",

@@ -219,6 +219,7 @@ ACTS_ON_IT = re.compile(
     r"^(?:\W*\w+\W+)?that one'?s\b"
 )
 ACTS_WORDS = 6  # ... in its first words
+GOODNIGHT_CHARS = 60  # the end of a turn a goodnight is looked for in ("... night!")
 # "oh and ...": an aside, which opens a topic unless it lays down a rule ("oh and a rule for
 # myself: ...", "oh and before I forget: no single-sex schools"), one for the work at hand
 OH_AND = re.compile(r"^(?:\W*(?:ok(?:ay)?|so|right|also)\W+)*oh,? and\b")
@@ -927,7 +928,7 @@ def _named_rather(
     if not names or names & critical.subject(found["text"]):
         return found
     least = len(about & critical.subject(found["text"]))
-    rather: dict[str, Any] = next(
+    return next(
         (
             item
             for item in reversed(live)
@@ -937,7 +938,6 @@ def _named_rather(
         ),
         found,
     )
-    return rather
 
 
 def _said_named(state: State, turn: int, text: str) -> dict[str, Any] | None:
@@ -1141,7 +1141,7 @@ def _topic_score(
     if (
         SIGN_OFF.match(head)
         or conclusions.PAUSE.search(head)
-        or conclusions.GOODNIGHT.search(text.lower().rstrip())
+        or conclusions.GOODNIGHT.search(text[-GOODNIGHT_CHARS:].lower())
     ):
         # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
         # listed: no topic taken up (the next one starts when the work does)
