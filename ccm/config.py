@@ -3,8 +3,9 @@
 =============================  =========  ==================================================
 key                            default    meaning
 =============================  =========  ==================================================
-tokens.method                  bpe        ``bpe``: tiktoken cl100k_base from the offline
-                                          package; ``estimate``: the fast heuristic
+tokens.method                  bpe        ``bpe``: cl100k_base (rs-bpe with the fast
+                                          extra, else tiktoken from the offline
+                                          package); ``estimate``: the fast heuristic
 ingest.include_thinking        false      keep model thinking blocks as text when importing
 ingest.max_line_bytes          16777216   longer input lines are rejected and quarantined
 ingest.fsync                   true       fsync raw.jsonl after each append (durability)

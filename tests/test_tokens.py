@@ -32,12 +32,85 @@ def test_special_token_text_is_counted_as_text() -> None:
 def test_a_tampered_vocabulary_falls_back_to_the_estimate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Without rs-bpe, tiktoken's file is checked: altered, the estimate counts."""
     monkeypatch.setattr(tokens, "CL100K_SHA256", "0" * 64)
-    monkeypatch.setattr(tokens, "_encode", None)
+    monkeypatch.setattr(tokens, "_fast_counter", lambda: None)
+    monkeypatch.setattr(tokens.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(tokens, "_count", None)
     monkeypatch.setattr(tokens, "_bpe_failed", False)
     text = "The quick brown fox jumps over the lazy dog."
     assert tokens.count_tokens(text) == tokens.estimate_tokens(text)
     assert tokens.method_in_use() == "estimate"
+
+
+def test_without_rs_bpe_tiktoken_counts_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_fast_counter", lambda: None)
+    monkeypatch.setattr(tokens, "_count", None)
+    monkeypatch.setattr(tokens, "_bpe_failed", False)
+    assert tokens.method_in_use() == "bpe"
+    assert tokens.count_tokens("Always keep amounts as integer cents, never floats.") == 10
+
+
+def test_a_fast_counter_that_miscounts_a_probe_is_refused(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("rs_bpe")
+    assert tokens._fast_counter() is not None
+    wrong = dict(tokens.PROBES)
+    wrong["hello world"] = 3  # cl100k_base says 2
+    monkeypatch.setattr(tokens, "PROBES", wrong)
+    assert tokens._fast_counter() is None
+    assert "otherwise than cl100k_base" in caplog.text
+    monkeypatch.setattr(tokens, "_count", None)
+    monkeypatch.setattr(tokens, "_bpe_failed", False)
+    assert tokens.count_tokens("hello world") == 2  # tiktoken's
+    assert tokens.method_in_use() == "bpe"
+
+
+def test_the_probes_are_cl100k_base_counts() -> None:
+    tiktoken_count = tokens._tiktoken_counter()
+    assert {text: tiktoken_count(text) for text in tokens.PROBES} == tokens.PROBES
+
+
+@settings(max_examples=500)
+@given(st.text())
+def test_rs_bpe_counts_as_tiktoken_does(text: str) -> None:
+    """Any text, lone surrogates (valid in JSON) included."""
+    pytest.importorskip("rs_bpe")
+    fast = tokens._fast_counter()
+    assert fast is not None
+    assert fast(text) == tokens._tiktoken_counter()(text)
+
+
+def test_rs_bpe_counts_real_sessions_as_tiktoken_does(fixtures: Path) -> None:
+    """Every line of every Claude Code and ChatGPT fixture, as JSON text and each string
+    in it: prose, code, tool output, escaped JSON."""
+    pytest.importorskip("rs_bpe")
+    import json
+
+    fast, slow = tokens._fast_counter(), tokens._tiktoken_counter()
+    assert fast is not None
+    texts: list[str] = []
+
+    def strings(value: object) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                strings(item)
+
+    for path in sorted(fixtures.rglob("*.jsonl")) + sorted(fixtures.rglob("*.json")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            texts.append(line)
+            try:
+                strings(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    assert len(texts) > 5000
+    assert [fast(text) for text in texts] == [slow(text) for text in texts]
 
 
 def test_estimate_method_from_config() -> None:
