@@ -8,7 +8,8 @@ For each size, a generated Claude Code transcript of that many turns
 config). Every timing is wall-clock around one ``python -m ccm --root R hook EVENT``
 subprocess with the hook's JSON on standard input, so it covers what Claude Code waits
 for: interpreter start, imports, tokenizer tables, the incremental ingest (cursor read,
-new lines parsed, tiers and index updated) and the answer.
+new lines parsed, tiers and index updated) and the answer. ccm's modules are compiled to
+bytecode first, as an install compiles them (`timing.compile_bytecode`).
 
 * ``first``: the first hook (``Stop``) on a transcript never seen: everything ingested.
 * Then `--runs` rounds of five hooks. Before each hook one new exchange is appended to
@@ -53,7 +54,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.generate import MODEL, NOUNS, write_session  # noqa: E402
-from benchmarks.timing import progress, ratio, report_json, summary  # noqa: E402
+from benchmarks.timing import compile_bytecode, progress, ratio, report_json, summary  # noqa: E402
 
 TARGET_MS = 300.0
 EVENTS = ("prompt-recall", "prompt-casual", "SessionStart", "PreCompact", "Stop")
@@ -331,6 +332,7 @@ def main(argv: list[str] | None = None) -> None:
     modes = [m for m in args.modes.split(",") if m in ("alone", "daemon")] or ["alone"]
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     runs = max(1, args.runs)
+    compile_bytecode()
     checks = Checks()
     with tempfile.TemporaryDirectory(prefix="ccm-hook-bench-") as tmp:
         cpus = os.cpu_count()

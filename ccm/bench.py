@@ -15,7 +15,6 @@ point at no turn are reported and skipped.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import statistics
 import tempfile
@@ -25,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ccm import derive, tokens
+from ccm import derive, patterns, tokens
 from ccm.context import _assemble
 from ccm.errors import FormatError
 from ccm.index import Index, query_words, render_turn
@@ -35,7 +34,7 @@ from ccm.store import Store, slug_session_id, utc_now
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 SCORED = (1, 2, 3, 4)
-_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_EVIDENCE = patterns.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
 
 def evidence_ids(raw: Any) -> list[str]:

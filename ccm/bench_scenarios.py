@@ -78,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccm import yamlio
+from ccm import patterns, yamlio
 from ccm.bench import MeasuredSession
 from ccm.errors import CCMError, FormatError, SchemaError, UsageError
 from ccm.ingest.pipeline import ingest
@@ -101,10 +101,10 @@ _STOP_WORDS = """a an and are as at be been but by can did do does for from had 
     then there these they this to up us was we were what when where which who why will
     with you your yes did done just also only"""
 STOP = frozenset(_STOP_WORDS.split())
-_TOKEN = re.compile(r"[a-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_LIST_MARKER = re.compile(r"^(?:[-*]|\d+\.)\s+")
-_FRONTMATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
+_TOKEN = patterns.compile(r"[a-z0-9]+")
+_SENTENCE_END = patterns.compile(r"(?<=[.!?])\s+")
+_LIST_MARKER = patterns.compile(r"^(?:[-*]|\d+\.)\s+")
+_FRONTMATTER = patterns.compile(r"\A---\n(.*?)\n---\n", re.S)
 LABELS_HINT = "fix the labels file (see check_labels.py beside the scenarios)"
 
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from ccm import derive, tokens
+from ccm import derive, patterns, tokens
 from ccm.engine.critical import core
 from ccm.errors import UsageError
 from ccm.index import (
@@ -81,17 +80,17 @@ CUT_NOTE_TOKENS = 16  # what the note on a shortened turn takes, and then some
 HAND_WEIGHT = 2.0  # a specific term said in the open segment counts this much more
 MIN_TAIL_TOKENS = 60  # the newest exchange gets this much at least, whatever its share
 
-RECALL_CUES = re.compile(
+RECALL_CUES = patterns.compile(
     r"\b(?:remember|recall|remind me|earlier|previously|last time|before|back then|"
     r"what did (?:we|i|you)|did (?:we|i|you) (?:ever|already)|when did|when was|when were|"
     r"what was|what were|who was|where did|how did|have (?:we|i|you) (?:ever|already)|"
     r"decided|agreed|mentioned|said|told|history)\b"
 )
-SUMMARY_CUES = re.compile(
+SUMMARY_CUES = patterns.compile(
     r"\b(?:summari[sz]e|summary|recap|overview|where are we|status update|catch me up|tl;?dr)\b"
 )
-PAST_QUESTION = re.compile(r"\b(?:did|was|were|had|went|said|got|made|used|bought|saw|met)\b")
-CASUAL = re.compile(
+PAST_QUESTION = patterns.compile(r"\b(?:did|was|were|had|went|said|got|made|used|bought|saw|met)\b")
+CASUAL = patterns.compile(
     r"^(?:hi|hello|hey|thanks|thank you|thx|ok(?:ay)?|cool|great|nice|good (?:morning|night)|"
     r"bye|yes|no|sure|lol)\b[\s!.,]*$"
 )
@@ -279,7 +278,7 @@ def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 # a unit after a figure, which a figure is remembered with ("2 km", "45 cm", "430-490 g")
 _UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|mins|minutes|h|hours|days|weeks|months|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh|A)(?=[\s.,;:)]|$)"
-_SPECIFIC = re.compile(
+_SPECIFIC = patterns.compile(
     r"(?<![\w/.-])(?:"
     r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
     r"November|December)\b|"  # a date
@@ -295,7 +294,7 @@ _SPECIFIC = re.compile(
 # a capitalised word inside a sentence, with the title it is said with ("Mr Okafor"),
 # and the capitalised words that go on with it: a name of several words is one term
 # ("Fox & Hounds", "Linda's Book Club"); a figure ends it ("Ryzen 7" is "Ryzen")
-_NAME = re.compile(
+_NAME = patterns.compile(
     r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
     r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b"
 )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import date, timedelta
 
+from ccm import patterns
+
 MONTHS = {
     name: number
     for number, names in enumerate(
@@ -35,10 +37,10 @@ _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _FORMS = [
-    re.compile(rf"\b{_YEAR}-(?P<mon>\d\d)-(?P<day>\d\d)\b"),
-    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
-    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
-    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    patterns.compile(rf"\b{_YEAR}-(?P<mon>\d\d)-(?P<day>\d\d)\b"),
+    patterns.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    patterns.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
+    patterns.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
 ]
 DAY_SLACK = timedelta(days=1)  # said the day before or after still counts
 MONTH_SLACK = timedelta(days=7)  # told in the first days of the next month

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ccm import dates, lexical, locks, tokens
+from ccm import dates, lexical, locks, patterns, tokens
 from ccm.engine.text import named_speaker, printable, sentences
 from ccm.store import Cursor, Line, Store, probe, resumable, scan_jsonl
 
@@ -160,9 +160,9 @@ SUMMARY_WEIGHT = 0.1  # segment summaries and notes: after the exchanges that ma
 SUMMARY_BOUND = SUMMARY_WEIGHT * (1 + 1e-9)  # above what any summary scores, rounding and all
 FIRST_READ = 16  # exchanges a context reads first (then twice as many at each read)
 EMBED_BATCH = 256
-_STAMP = re.compile(r"^\[[^\]]{0,40}\] ")  # the time stamp `render_turn` puts first
+_STAMP = patterns.compile(r"^\[[^\]]{0,40}\] ")  # the time stamp `render_turn` puts first
 TOOL_CHARS = 300
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_WORD = patterns.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,7 @@ def clipped(content: str, chars: int, turn: int) -> str:
 # "FAILED tests/...", "WARNING: DATA RACE"), kept when the output is cut between its
 # first and last lines; not a line of a diff, nor a word that ends its line (a setting's
 # value: "severity: error")
-ALARM_WORD = re.compile(
+ALARM_WORD = patterns.compile(
     r"\b(?:error|fatal|panic|exception|traceback|fail(?:ed|ure|s)?|data race)\b", re.IGNORECASE
 )
 ALARM_LINES = 3  # of those, kept at most
@@ -428,7 +428,7 @@ def _indexed(turn: dict[str, Any], text: str) -> str:
     return f"{text[:TOOL_INDEXED]}\n{text[-TOOL_INDEXED:]}"
 
 
-_FIRST_WORD = re.compile(r"[^\W\d_]+")
+_FIRST_WORD = patterns.compile(r"[^\W\d_]+")
 
 
 def _stamp_tokens(text: str, shown: str) -> int:

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 import snowballstemmer
 
+from ccm import patterns
 from ccm.engine.text import Memo
 
 SCHEMA = """
@@ -83,19 +84,19 @@ BATCH_TURNS = 20_000  # turns tokenised at once on a large import
 K1 = 1.2  # FTS5's bm25() constants, so that scores read as before
 B = 0.75
 SAMPLE = 16  # the top turns are selected from those at least as good as a 1/16 sample's
-_WORD = re.compile(r"[^\W_]+")
+_WORD = patterns.compile(r"[^\W_]+")
 # an identifier, a version or a figure: words joined by _ - or . (or digits by a comma),
 # kept whole besides its parts: "is_none_or", "run-0312b", "t3.medium", "6,699.70"
-_COMPOUND = re.compile(r"(?<![^\W_])[^\W_]++(?:(?:[_.-]|(?<=\d),(?=\d))[^\W_]++)+")
+_COMPOUND = patterns.compile(r"(?<![^\W_])[^\W_]++(?:(?:[_.-]|(?<=\d),(?=\d))[^\W_]++)+")
 _JOINS = frozenset("_.-,")
 # a join between two words of a compound (a full stop or a comma of prose joins nothing);
 # one class first, so that the regex engine skips to where one may be (an alternation
 # is tried at every character)
-_JOIN = re.compile(r"[_.,\-](?:(?<=[^\W_][_.\-])(?=[^\W_])|(?<=\d,)(?=\d))")
+_JOIN = patterns.compile(r"[_.,\-](?:(?<=[^\W_][_.\-])(?=[^\W_])|(?<=\d,)(?=\d))")
 # the same patterns for ASCII text (nearly every turn), where they find the same: a
 # class such as [^\W_] is then a table lookup, not a Unicode lookup for each character
 _COMPOUND_ASCII, _JOIN_ASCII = (
-    re.compile(pattern.pattern, re.ASCII) for pattern in (_COMPOUND, _JOIN)
+    patterns.compile(pattern.pattern, re.ASCII) for pattern in (_COMPOUND, _JOIN)
 )
 # the words of ASCII text are what is left when all but its letters and digits are
 # spaces: `str.translate` and `str.split` find them in half the time of `_WORD.findall`
@@ -187,12 +188,12 @@ def term_counts(text: str) -> dict[str, int]:
 # where a camel-case name may be: "aB" or "ABc". Searched for at every upper-case letter
 # (the same places as r"[a-z][A-Z]|[A-Z][A-Z][a-z]", but an alternation tried at each
 # character costs four times as much on prose)
-_CAMEL_AT = re.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")
-_CAMEL = re.compile(
+_CAMEL_AT = patterns.compile(r"[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")
+_CAMEL = patterns.compile(
     r"(?<![^\W_])(?=[A-Za-z0-9]*?(?:[a-z][A-Z]|[A-Z][A-Z][a-z]{2}))"
     rf"[A-Za-z0-9]{{2,{STEM_MAX}}}+(?![^\W_])"
 )
-_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_CAMEL_PART = patterns.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 def camel_names(text: str) -> Iterator[re.Match[str]]:
@@ -225,7 +226,7 @@ def camel_parts(text: str) -> Iterator[tuple[int, str]]:
             yield name.start() + part.start(), _STEMS[part.group().lower()]
 
 
-_THOUSANDS = re.compile(r"(?<![\w.,])(\d{1,6}(?:\.\d{1,3})?)k(?![^\W_])", re.IGNORECASE)
+_THOUSANDS = patterns.compile(r"(?<![\w.,])(\d{1,6}(?:\.\d{1,3})?)k(?![^\W_])", re.IGNORECASE)
 
 
 def spelled_out(text: str) -> list[str]:

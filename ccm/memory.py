@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ccm import derive, tokens
+from ccm import derive, patterns, tokens
 from ccm.engine import commands as parser
 from ccm.errors import UsageError
 from ccm.store import Store
@@ -27,7 +27,7 @@ OPERATIONS = {
     "archive": "Move segments out of the working context (the log keeps them).",
 }
 CUT_NOTE_TOKENS = 20  # room for the note that says a turn was cut
-_TURN = re.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
+_TURN = patterns.compile(r"(?:turn\s*)?(\d+)", re.IGNORECASE)
 
 
 @dataclass

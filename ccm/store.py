@@ -46,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ccm import locks, schemas
+from ccm import locks, patterns, schemas
 from ccm.config import Config
 from ccm.config import load as load_config
 from ccm.errors import InvalidSessionId, OutsideRoot, SchemaError, UnknownSession, UsageError
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 
 TEMP_MARK = ".ccm-tmp"
 MAX_SESSION_ID = 128
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._~+@=-]*")
+_SESSION_ID = patterns.compile(r"[A-Za-z0-9][A-Za-z0-9._~+@=-]*")
 _READ_CHUNK = 1 << 20
 
 RAW = "raw.jsonl"

@@ -22,20 +22,21 @@ import hashlib
 import importlib.util
 import itertools
 import logging
-import re
 import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 
+from ccm import patterns
+
 log = logging.getLogger(__name__)
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
-_PIECE = re.compile(
+_PIECE = patterns.compile(
     r"[A-Za-z]+|[0-9]{1,3}|[^\sA-Za-z0-9\u0080-\U0010ffff]{1,3}|[\u0080-\U0010ffff]"
 )
 
-_LONG_WORD = re.compile(r"[A-Za-z]{9,}")  # the same letter runs as in _PIECE, long ones
+_LONG_WORD = patterns.compile(r"[A-Za-z]{9,}")  # the same letter runs as in _PIECE, long ones
 
 _method = "bpe"
 _count: Callable[[str], int] | None = None  # the BPE's count, once loaded

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import operator
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ccm import patterns
 from ccm.errors import SchemaError
 
 # the C implementations (libyaml) are several times faster; pure Python otherwise
@@ -240,9 +240,9 @@ def dumps_pyyaml(data: Any) -> str:
     return text
 
 
-_PLAIN = re.compile(r"[A-Za-z_/][\w .,/()+@=~'!?%$&;:#-]*")
-_PLAIN_KEY = re.compile(r"[A-Za-z_][\w-]*")
-_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_PLAIN = patterns.compile(r"[A-Za-z_/][\w .,/()+@=~'!?%$&;:#-]*")
+_PLAIN_KEY = patterns.compile(r"[A-Za-z_][\w-]*")
+_UNSAFE = patterns.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 _RESERVED = frozenset(
     [
         "y",

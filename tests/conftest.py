@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# the compiled patterns of a test run (ccm/patterns.py) go to a folder of its own, not
+# to the developer's ~/.cache (set before ccm is imported: its modules compile them)
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ccm-test-cache-")
 
 from ccm import derive, tokens
 from ccm.store import Store

@@ -16,10 +16,10 @@ message instead.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccm import patterns
 from ccm.engine.text import terms
 
 COMMANDS = {
@@ -43,9 +43,9 @@ POSITIONS = {
     "recent": 2,
     "latest": 2,
 }
-_OPEN = re.compile(r"(?<![\w.])@([A-Za-z_]\w*)\s*\(")
-_ID = re.compile(r"(?:seg|effort)_\d+")
-_RANGE = re.compile(r"seg_(\d+)\s*\.\.\s*seg_(\d+)")
+_OPEN = patterns.compile(r"(?<![\w.])@([A-Za-z_]\w*)\s*\(")
+_ID = patterns.compile(r"(?:seg|effort)_\d+")
+_RANGE = patterns.compile(r"seg_(\d+)\s*\.\.\s*seg_(\d+)")
 MAX_RANGE = 10_000
 
 

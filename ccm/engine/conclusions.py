@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ccm import patterns
 from ccm.engine.text import any_of, is_record, sentences, skipping, terms
 
 CONFIDENCE = {
@@ -882,27 +883,27 @@ QUESTION_START = _rx(
     r"^(?:did|does|do|is|are|has|have|should|could|would|can|will|was|were|why|how|what|which|"
     r"shall|isn'?t|aren'?t|doesn'?t)\b"
 )
-NEGATION_BEFORE = re.compile(
+NEGATION_BEFORE = patterns.compile(
     r"\b(?:not|never|no longer|hardly|barely|if|unless|whether|until|once|when|almost|nearly|"
     r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$"
 )
-NEGATED_AFTER = re.compile(
+NEGATED_AFTER = patterns.compile(
     r"^\W*(?:not|nope|isn'?t|yet)\b|"
     r"^\W*no\b(?!\s+(?:more|errors?|failures?|crash\w*|problems?|issues?|dup\w*|nans?)\b)"
 )
-FAILURE = re.compile(
+FAILURE = patterns.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
     r"worse|regress\w*|again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
     r"still\s+(?:fail\w*|broken|red|there|"
     r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
-NO_FAILURE = re.compile(
+NO_FAILURE = patterns.compile(
     r"\b(?:no|zero|without|any|never)\s+(?:more\s+)?$|"
     r"\b(?:works?|working|green|passing|passes|running|up|back|fine|healthy|stable|happy)\s+$"
 )
 # what follows a failure word that names it as the thing fixed: "crash (loop) is fixed"
 # ("the error handler's done": a failure word naming a part, the part done)
-FIXED_AFTER = re.compile(
+FIXED_AFTER = patterns.compile(
     r"(?: loops?| [a-z][\w-]*)?(?:'s| (?:is|are|was|were|has been|have been|'s))?"
     r"(?: now| finally| all| properly| actually)? (?:fixed|sorted|solved|resolved|gone|done)\b"
 )
@@ -930,13 +931,13 @@ PAUSE = _rx(
 # everything called done at once: a roll-call of three things or more ("venue booked, caterer
 # booked, cake sorted"), or all of it with a cheer ("ALL SORTED!!", "everything's
 # confirmed!!"), celebrates; it closes no one line of work
-ROLL_CALL = re.compile(
+ROLL_CALL = patterns.compile(
     r"(?:\b[\w']+(?: [\w']+)? (?:sorted|booked|done|confirmed|paid|sent|fixed)[,.!;]+\s*"
     r"(?:and\s+)?){3,}|"
     r"\b(?:all|everything(?:'s| is)?) (?:sorted|done|confirmed|booked)\s*!{2,}"
 )
 # what a roll-call cannot do without: an item called done (three of them), or a double bang
-_ROLL_ITEM = re.compile(r" (?:sorted|booked|done|confirmed|paid|sent|fixed)[,.!;]")
+_ROLL_ITEM = patterns.compile(r" (?:sorted|booked|done|confirmed|paid|sent|fixed)[,.!;]")
 
 
 def roll_call(lower: str) -> bool:
@@ -948,14 +949,14 @@ def roll_call(lower: str) -> bool:
 
 
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
-GOODNIGHT = re.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
+GOODNIGHT = patterns.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
-TO_CHECK = re.compile(
+TO_CHECK = patterns.compile(
     r"(?:(?:tomorrow|later|next|monday|first thing|to ?do)\s*:\s*)?(?:pls |please )?"
     r"(?:check|verify|make sure|double[- ]check|see if|find out)\b"
 )
 # a check still under way: "CI is running again", "the run has started", "checks pending"
-RUNNING = re.compile(
+RUNNING = patterns.compile(
     r"\b(?:is|are) (?:still )?(?:running|in progress|queued|pending)\b|\brunning again\b|"
     r"\b(?:run|build|job|check|checks|pipeline|ci) (?:has |have )?(?:just )?started\b"
 )
@@ -977,7 +978,7 @@ NOT_DONE = _rx(
 )
 # a task declared done that names what it finishes: "that's the rec done", "the need
 # section's done", "PLOT-511 closed" (not "merged it", "all done", "Done: ...")
-NAMED_DONE = re.compile(
+NAMED_DONE = patterns.compile(
     r"(?<![\w'-])(?:the |this |that |my |our )?(?!(?:it|that|this|these|those|which|what|all|"
     r"everything|both|one|we|i|you|they|he|she)\b)[a-z][\w-]*(?:'s| is| are)? "
     r"(?:done|finished|complete|closed)\b|"
@@ -1008,27 +1009,31 @@ def ironic_turn(lower: str) -> bool:
 
 
 # an ironic mark: the emoji people roll their eyes with, or "/s"
-IRONY = re.compile("[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b")
+IRONY = patterns.compile(
+    "[\U0001f643\U0001f644\U0001f612\U0001f611\U0001f926\U0001f937]|(?<!\\w)/s\\b"
+)
 # cues that decide only in a turn's first `OPENING_SENTENCES` ("X stays.")
 OPENING_ONLY = frozenset({_KEPT})
 OPENING_SENTENCES = 2
 # a setback met with a mock conclusion: "Well, that's the venue solved then", "Oh brilliant,
 # that's that sorted then" (a "well" or an "oh" and praise before "that's ... then")
-MOCKED = re.compile(
+MOCKED = patterns.compile(
     r"^(?:oh|ah|well)\W+(?:(?:brilliant|great|wonderful|lovely|perfect|fantastic|marvellous|"
     r"super|good)\W+)?that'?s [^.!?]{0,30}\b(?:sorted|solved|done|fixed|settled)\b[^.!?]{0,6}"
     r"\bthen\b"
 )
-COUNTED = re.compile(
+COUNTED = patterns.compile(
     r"\b(\d{1,5})\s*(?:/|of|out of)\s*(\d{1,5})\b(?![.,]\d)(?=\s+(?:[\w-]+\s+)?(?:tests?|checks?|"
     r"green|pass\w*|jobs?|suites?|cases?|specs?|succeed\w*|done|fixed|migrated|merged)\b)"
 )
-SUMS_UP = re.compile(r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) ")
+SUMS_UP = patterns.compile(
+    r"(?:so |and |ok(?:ay)?,? )?(?:that'?s|that is|this is|those are|these are) "
+)
 # "works on my machine", and the same said the other way round: "I tried it on my own box
 # with vsync off and it's completely smooth", "on my machine it's instant though"
 _MINE = r"\bon my (?:own )?(?:machine|laptop|box|computer|pc|mac|desktop)\b"
 _FINE = r"\b(?:works?|working|worked|fine|smooth(?:ly)?|instant|perfect(?:ly)?|no problem)\b"
-OWN_MACHINE = re.compile(rf"{_FINE}[^.!?\n]{{0,40}}{_MINE}|{_MINE}[^.!?\n]{{0,80}}{_FINE}")
+OWN_MACHINE = patterns.compile(rf"{_FINE}[^.!?\n]{{0,40}}{_MINE}|{_MINE}[^.!?\n]{{0,80}}{_FINE}")
 QUOTED = skipping(
     r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'(?!\w)|`[^`\n]{1,120}`|\u201c[^\u201d]{1,80}\u201d|"
     # a message someone else wrote, pasted in after a colon or on a line of its own:
@@ -1068,16 +1073,16 @@ CUE_WORDS = frozenset(
 )
 # markdown marks: a heading, bullet or quote opener, emphasis around words (not the
 # underscores inside an identifier such as fct_order_revenue) and code ticks
-_MARKDOWN = re.compile(
+_MARKDOWN = patterns.compile(
     r"^\s*(?:#{1,6}\s+|[-*+]\s+|\d+[.)]\s+|>\s*)|`+|(?<!\w)[*_]{1,3}(?=\S)|(?<=\S)[*_]{1,3}(?!\w)"
 )
 # a turn that only accepts what came before it: the statement leads with what it accepts
-ACCEPTS = re.compile(
+ACCEPTS = patterns.compile(
     r"\b(?:answers|makes sense|explains|confirmed|decided|agreed|let'?s do (?:that|it|this)|"
     r"go with (?:that|it|this|your)|sounds good|that'?s (?:it|the (?:root )?cause)|"
     r"numbers match|got it|clear)\b"
 )
-_FILLER_START = re.compile(
+_FILLER_START = patterns.compile(
     r"^(?:(?:ok(?:ay)?|so|great|nice|good|perfect|right|alright|well|ugh|hm+|ah+|oh|yes(?! to\b)|yep|"
     r"yeah|sorry|cool|wow|fine)\b[\s,.!:;-]*)+"
 )
@@ -1090,7 +1095,7 @@ def _still_running(said: str) -> bool:
 
 
 # an answer accepted as the answer, in so many words (not "makes sense", "got it")
-NAMES_ANSWERED = re.compile(
+NAMES_ANSWERED = patterns.compile(
     r"\bthat answers\b|\bthat explains\b|\bmystery solved\b|\bsettles it\b|"
     r"\bthat'?s (?:the|my|exactly the) (?:answer|explanation)\b"
 )
@@ -1146,13 +1151,13 @@ def specifics(text: str) -> int:
 
 # an option an answer lays out as an item of a list, led by its name in bold:
 # "1. **Roll them back to 1.3.2**: put the manifest back ..."
-_OPTION = re.compile(
+_OPTION = patterns.compile(
     r"^\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\*\*([^*\n]{2,80})\*\*([^\n]*)", re.MULTILINE
 )
-_CHOOSING = re.compile(
+_CHOOSING = patterns.compile(
     r"^(?:(?:so|ok(?:ay)?|then|right|fine|yes|yeah|go with|do|let'?s do)\b[\s,]*)*"
 )
-_NOT_CHOSEN = re.compile(
+_NOT_CHOSEN = patterns.compile(
     r"\b(?:not|no|never|without|off[- ]limits|out|frozen|nope|won'?t|can'?t|isn'?t|doesn'?t|"
     r"don'?t|rather not)\b|n't\b|"
     # put off, not chosen: "ok, drift is tomorrow's job", "the cache can wait till monday"
@@ -1210,14 +1215,14 @@ def _option(name: str, rest: str) -> str:
 
 # an option an answer labels with a letter or a number: "**A. Drop the workshop:** -£9",
 # "2. **Two fifth beds**: ...", "- **Option B** - packed lunches"
-_LABELLED = re.compile(
+_LABELLED = patterns.compile(
     r"^\s*(?:[-*\u2022]\s+)?(?:\*\*)?(?:[Oo]ption\s+)?([A-H]|\d{1,2})"
     r"(?:[.):](?:\*\*)?|\*\*\s*[.):\-\u2013\u2014])\s+"
     r"(?:\*\*)?([^\n]{2,240})",
     re.MULTILINE,
 )
 # a reply that chooses by label: "2.", "B and C, and £330 to parents", "#3 please"
-_LABEL_REPLY = re.compile(
+_LABEL_REPLY = patterns.compile(
     r"^(?:option\s+|#)?([A-H]|\d{1,2})(?:\s*(?:and|&|\+|,)\s*(?:option\s+|#)?([A-H]|\d{1,2}))?"
     r"(?=[.,:;)]?!*(?:\s|$))"
 )
@@ -1257,7 +1262,9 @@ def _option_text(line: str) -> str:
 
 # a sentence that opens on a label ("option B!! ...", "2. checked with the hostel"): only
 # then are the answers before the last read for labelled options (`_laid_out`)
-_LABEL_NEAR = re.compile(r"(?:^|[.!?]\s+)(?:option\s+|#)?(?:[A-H]|\d{1,2})(?=[.,:;)]?!*(?:\s|$))")
+_LABEL_NEAR = patterns.compile(
+    r"(?:^|[.!?]\s+)(?:option\s+|#)?(?:[A-H]|\d{1,2})(?=[.,:;)]?!*(?:\s|$))"
+)
 
 
 def _laid_out(before: Sequence[tuple[str, str]]) -> str | None:
@@ -1371,7 +1378,7 @@ def _before(previous: tuple[str, str] | Sequence[tuple[str, str]] | None) -> lis
 
 
 _MARK = 0xE000  # a quoted span stands as one private-use character while cues are read
-_MARKS = re.compile("[\ue000-\uf8ff]")
+_MARKS = patterns.compile("[\ue000-\uf8ff]")
 
 
 def _masked(text: str) -> tuple[str, list[str]]:
@@ -1395,8 +1402,8 @@ def _unmasked(text: str, spans: list[str]) -> str:
     return _MARKS.sub(lambda m: spans[ord(m.group()) - _MARK], text) if spans else text
 
 
-_SENTENCE_START = re.compile(r"[.!?]\s+(?=\S)")
-_WORD_START = re.compile(r"\s+(?=\S)")
+_SENTENCE_START = patterns.compile(r"[.!?]\s+(?=\S)")
+_WORD_START = patterns.compile(r"\s+(?=\S)")
 
 
 def _from_sentence(tail: str) -> str:
@@ -1599,7 +1606,7 @@ def with_reversals(found: Conclusion, turn: str) -> Conclusion:
 
 
 # what a turn drops by name: "yeah scrap FCM.", "Not Tessel.", "bin sidekiq-unique-jobs"
-DROPPED = re.compile(
+DROPPED = patterns.compile(
     r"\b(?:scrap|scrapped|ditch|ditched|drop|dropped|bin|binned|forget|abandon|abandoned|not|no)"
     r"\s+(?:the |that |those |this |my |our |any )?([a-z][\w.+-]*)"
 )

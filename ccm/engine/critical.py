@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from ccm import patterns
 from ccm.engine.text import is_record, sentences, skipping, terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
@@ -43,18 +44,20 @@ _BY_WHEN = (
     r"by (?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|noon|midday|eod|"
     r"end of|the end|the \d|\d)"
 )
-_OPENS = re.compile(
+_OPENS = patterns.compile(
     r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|and|but|also|then|pls|please)\s+|"
     r"(?:^|[:;,()\u2014\u2013]\s*)(?:no[,.!]? )+|"  # "no no don't touch the theme colours"
     r"(?:^|[:;,()\u2014\u2013]\s*)just\s+)$"  # "just don't restart anything" (not "i just don't")
 )
-_OPENS_STRICT = re.compile(
+_OPENS_STRICT = patterns.compile(
     r"(?:[:;,()\u2014\u2013]\s*|\s-\s|\b(?:so|but|pls|please)\s+|"
     # "and" only where it opens the sentence: "oh and keep your answers short" (not "I
     # restarted it and keep getting 502s")
     r"(?:^|[:;,\u2014]\s*)(?:oh,? |ah,? )?and\s+)$"
 )
-_OPENS_LIMIT = re.compile(r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please|means|meaning)\s+)$")
+_OPENS_LIMIT = patterns.compile(
+    r"(?:[:;\u2014]\s*|\b(?:so|and|but|also|pls|please|means|meaning)\s+)$"
+)
 
 
 @dataclass(frozen=True)
@@ -721,7 +724,7 @@ CUES: tuple[Cue, ...] = (
     ),
 )
 # a sentence that opens with a flag: "important: ...", "heads up: ...", "rule: ..."
-FLAG_OPEN = re.compile(
+FLAG_OPEN = patterns.compile(
     r"^(?:\W*(?:and|also|oh|so|but|btw|ok|okay|one more thing|one thing|just)\W+)*"
     r"(?:(?:very |super |really )?important|heads[- ]up|fyi|n\.b\.|careful|"
     r"rule|constraint|requirement|reminder|caveat|ps|p\.s\.|remember|before i forget|"
@@ -735,7 +738,7 @@ FLAG_OPEN = re.compile(
 )
 # what follows "one more thing:" when it is a request, not a rule: "one more thing: Hannah
 # wants a paragraph each on ...", "one more thing: can you ...", "one last thing: draft ..."
-_ASKED_AFTER = re.compile(
+_ASKED_AFTER = patterns.compile(
     r"(?:can|could|would) you\b|(?:please |pls )?(?:write|draft|send|check|look|make|add|fix|"
     r"do|find|put|update|run)\b|[\w']+ (?:wants|asked for|needs) (?:a|an|some|you|me|us)\b"
 )
@@ -753,19 +756,19 @@ def _flag_opens(lower: str) -> bool:
 
 # a reminder of how things are, opening a sentence: "and remember service days run
 # 04:00 to 03:59 local", "remember the invoices need a PO number" (not "remember when")
-REMINDER = re.compile(
+REMINDER = patterns.compile(
     r"^(?:\W*(?:and|also|oh|so|but|just|pls|please)\W+)*remember (?:that )?(?:the |our |all |every )?"
     r"(?!(?:when|how|what|why|if|where|who|whether|to|me|us|him|her|them|last|back)\b)"
     r"[a-z-]+(?: [a-z-]+)? (?:run|runs|are|is|stay|stays|go|goes|need|needs|must|have to|has to|"
     r"close|closes|open|opens|start|starts|end|ends)\b"
 )
 # a flag said not to hold: "not a dealbreaker", "no hard requirement", "isn't a must"
-NEGATED_FLAG = re.compile(
+NEGATED_FLAG = patterns.compile(
     r"\b(?:not|isn'?t|aren'?t|no|never) (?:a |an |really a |exactly a |the )?(?:hard |strict )?"
     r"(?:deal[- ]?breaker|must|requirement|constraint|rule|red line|non[- ]?negotiable)\b"
 )
 # "must" and "have to" of a guess or of the speaker's own next chore, not a rule
-GUESS = re.compile(
+GUESS = patterns.compile(
     r"\bmust(?:'ve| have| be \w+ing\b| be (?:wrong|right|it|the|a|an|some|somewhere|"
     r"broken|missing|off|lying|confused|kidding|joking|nice|fun|great|hard|tough|"
     r"tired|exhausting))|\b(?:i|we|you) (?:have|had|need) to (?:admit|say|ask|confess|"
@@ -782,7 +785,7 @@ GUESS = re.compile(
     r"eat|try|fix|debug|test|measure|ping|grab|head|hop|jump|dash)\b"
 )
 # a limit, a deadline, a budget: weighs with another cue or a number
-LIMIT = re.compile(
+LIMIT = patterns.compile(
     r"\b(?:budget|deadline|limit|cap|caps|max(?:imum)?|minimum|at most|at least|"
     r"no (?:more|longer|later|earlier) than|not (?:more|longer|later) than|"
     r"(?:less|fewer|shorter|longer|more) than|under|below|within|up to|all in|"
@@ -792,9 +795,9 @@ LIMIT = re.compile(
     r"stays? (?:where|as|put|the same|untouched|unchanged|in place)|"
     r"not (?:touching|moving|changing))\b"
 )
-NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twice)\b")
+NUMBER = patterns.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twice)\b")
 # the speaker's standing preference or condition
-PREFER = re.compile(
+PREFER = patterns.compile(
     r"\b(?:i|we)(?:'d| would)? (?:(?:really|strongly|much|definitely) )?"
     r"(?:prefer|rather|hate|loathe|can'?t stand|don'?t (?:like|do|eat|drink|fly)|"
     r"do not like|never (?:fly|eat|drink|use|take))|"
@@ -820,12 +823,12 @@ PREFER = re.compile(
     r"(?:wheelchair|crutches|walking stick|walking frame|walker|rollator|cane|hearing aid)s?\b"
 )
 # a wish: weighs with another cue ("I want a proper suite" is a task, not a rule)
-WANT = re.compile(
+WANT = patterns.compile(
     r"\b(?:i|we)(?:'d| would)? (?:(?:really|definitely) )?(?:want|don'?t want|do not want|"
     r"'?d like|like)\b(?! to\b)"
 )
 # how the work should look: style, tone, format
-STYLE = re.compile(
+STYLE = patterns.compile(
     r"\b(?:style|tone|format(?:ting)?|convention(?:al)?s?|casual|formal|concise|verbose|"
     r"short sentences|plain (?:words|english|language)|bullet points?|no emojis?|british|"
     r"american english|spelling|"
@@ -834,14 +837,14 @@ STYLE = re.compile(
     r"french|spanish|italian|dutch|japanese))\b"
 )
 # a contrast that corrects: "results go in the sheet, not Slack", "tabs, not spaces"
-CONTRAST = re.compile(r", not (?!(?:sure|yet|really|that|bad|quite|much|now|so|too)\b)\w+")
+CONTRAST = patterns.compile(r", not (?!(?:sure|yet|really|that|bad|quite|much|now|so|too)\b)\w+")
 # a polite imperative (a weak cue: "team sheet row pls" is a one-off)
-POLITE = re.compile(r"\b(?:pls|plz|please)\b")
+POLITE = patterns.compile(r"\b(?:pls|plz|please)\b")
 # a rule said to change, in the words that say only that: "ok change of plan on my rule:
 # 10 s cap", "changing the db rule from last week", "I take back the no-progress-bar
 # thing", "I've come round on gas", "the budget goes down to 220 kB", "lowering the
 # ceiling to 16,500", "sundays are fine now", "no longer", "from now on"
-CHANGED = re.compile(
+CHANGED = patterns.compile(
     r"\bno longer\b|\bnot \w+ (?:any ?more)\b|\bchange of (?:heart|plan|mind)\b|"
     r"\bi know i said\b|"
     # a limit or a way set anew: "new floor, £70k base", "short and friendly from now on"
@@ -870,14 +873,14 @@ CHANGED = re.compile(
 )
 # a change of an earlier rule: "P0 now, not P1", "forget matte black, brushed brass", or
 # the words that also make a choice ("switch to", "drop the"), in a rule
-CHANGE = re.compile(
+CHANGE = patterns.compile(
     r"\b(?:is|are) now\b|\binstead of\b|\b(?:drop|scrap|ditch) the\b|\buse the new\b|"
     r"\bswitch(?:ing)? to\b|" + CHANGED.pattern
 )
 # what a change says it changes, by name: "changed my mind about short", "I've come round
 # on gas", "change of rule on paging", "changing the db rule", "I take back the
 # no-progress-bar thing"
-NAMED_CHANGE = re.compile(
+NAMED_CHANGE = patterns.compile(
     r"\b(?:chang(?:e|ed|es|ing)|made up) (?:my|our) mind (?:about|on) (?P<what>[\w' -]{2,30})|"
     # (not a visit: "Graham came round on Saturday")
     r"(?:'ve|'s| have| has| had) come round (?:on|to) (?P<what2>[\w' -]{2,30})|"
@@ -903,31 +906,31 @@ NAMED_CHANGE = re.compile(
     r"(?!(?:it|that|this|what|about|i|we|you)\b)(?P<what6>[\w'-]+(?: [\w'-]+){0,2})\s*(?:[.,;!]|$)"
 )
 # the figure a change says a rule had: "10 s cap, not 5", "instead of 20k", "from 60 to 96"
-OLD_FIGURE = re.compile(
+OLD_FIGURE = patterns.compile(
     r"\b(?:instead of|not|rather than|was|from|up from|down from) \W?(?P<was>\d[\d,.]*(?:k|m)?)\b"
 )
 # a figure said to be wrong: "it's £842, not £480", "notice is 12 weeks, not 8", "the
 # allowance isn't 750", "it's NOT 8"
 _NOT_SO = r"(?:\bnot|\bisn'?t|\bwasn'?t|\baren'?t|\bweren'?t)\s+"
-CORRECTED = re.compile(
+CORRECTED = patterns.compile(
     _NOT_SO + r"(?:about |around |even |the )?"
     # (not a figure's compound: "it's not 144-specific")
     r"[\u00a3$\u20ac]?(?P<was>\d[\d,.]*\d|\d)(?:k\b)?(?!\s*%|-[^\W\d_])"
 )
 # an earlier word taken back as such: "forget what I said about console this morning"
-RETRACTS = re.compile(
+RETRACTS = patterns.compile(
     r"\b(?:forget|ignore|scratch|scrap|disregard|drop) what i (?:said|wrote|asked)\b|"
     # ... or by name: "forget the BIKE- prefix thing from yesterday"
     r"\b(?:forget|ignore|scratch|disregard|scrap|drop|ditch) (?:about )?(?:the|my|that) [\w -]{1,40}? "
     r"(?:thing|rule|bit|part)\b"
 )
 # a rule replaced in so many words: "P0 now, not P1", "forget matte black, brushed brass"
-REPLACE = re.compile(
+REPLACE = patterns.compile(
     r"\bnow,? not\b|\bforget (?:the |about the |my |(?:[\w-]+ ){0,3}[\w-]+, )|"
     r"\bscratch that\b|\binstead of\b[^.]*\b(?:from now on|use|go with)\b|" + RETRACTS.pattern
 )
 # not a rule: a question, a guess, a hypothetical, a request for an answer
-QUESTION = re.compile(
+QUESTION = patterns.compile(
     r"\?\s*(?:\W\s*)?$|"
     # a question tagged on: "kittens adapt to anything, don't they."
     r",\s*(?:don'?t|doesn'?t|isn'?t|aren'?t|won'?t|can'?t|wasn'?t|didn'?t|haven'?t|hasn'?t|"
@@ -945,11 +948,11 @@ QUESTION = re.compile(
 # a way of working asked for good: "from now on, can you write everything in minutes?",
 # "can we do everything in km from now on?"
 _FOR_GOOD = ("from now on", "going forward")  # one of which `STANDING` cannot match without
-STANDING = re.compile(
+STANDING = patterns.compile(
     r"\b(?:can|could|would) (?:you|we) (?!be\b)[^?]{0,80}\b(?:from now on|going forward)\b|"
     r"\b(?:from now on|going forward),? (?:can|could|would) (?:you|we) (?!be\b)"
 )
-HEDGE = re.compile(
+HEDGE = patterns.compile(
     r"\b(?:maybe|perhaps|probably|possibly|i think(?! of (?:it|that|this)\b)|i guess|i bet|"
     r"pretty sure|i suppose|might|what if|suppose|imagine|hypothetically|in theory|not sure|"
     r"no idea|i wonder|fun fact|i doubt|don'?t quote me)\b"  # ("while I think of it: ..." is no guess)
@@ -1089,7 +1092,7 @@ THRESHOLD = 2.0
 # the kind `detect` gives a sentence that only says a rule changes: an item only when it
 # replaces a rule laid down before, then a preference
 REPLACEMENT = "replacement"
-_IF_CHANGED = re.compile(r"\W*(?:and |but |so )?(?:if|when|unless|in case|once)\b")
+_IF_CHANGED = patterns.compile(r"\W*(?:and |but |so )?(?:if|when|unless|in case|once)\b")
 LEAD_WORDS = 8  # a change said in fewer words goes on in the sentence after it
 KINDS = {  # the kind an item is, by its strongest cue
     "flag": "constraint",
@@ -1108,7 +1111,7 @@ KINDS = {  # the kind an item is, by its strongest cue
 }
 
 SHORT_SENTENCES, SHORT_CHARS = 4, 400
-ANAPHOR = re.compile(
+ANAPHOR = patterns.compile(
     r"^(?:\W*(?:and|so|but|also)\W+)?(?:it|that|this|they|these|those|which|then)\b|"
     r"^(?:\W*(?:and|so)\W+)?i (?:really )?mean (?:it|that)\b|"  # "I mean it this time."
     # a fragment that goes on with the rule before it: "Not with a cable protector, ..."
@@ -1120,9 +1123,9 @@ ANAPHOR = re.compile(
 )
 ITEM_CHARS = 600
 # a pronoun that stands for something said before it
-POINTS_BACK = re.compile(r"\b(?:it|its|them|they|their|he|she|him|her|his)\b")
-LEADS_WITH = re.compile(r"^[^:]{3,60}:")  # what a sentence is about, said first
-_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
+POINTS_BACK = patterns.compile(r"\b(?:it|its|them|they|their|he|she|him|her|his)\b")
+LEADS_WITH = patterns.compile(r"^[^:]{3,60}:")  # what a sentence is about, said first
+_BULLET = patterns.compile(r"^\s*(?:[-*\u2022+]|\d{1,2}[.)])\s+")
 
 
 def _listed(line: str, bullet: re.Match[str]) -> str:
@@ -1131,7 +1134,7 @@ def _listed(line: str, bullet: re.Match[str]) -> str:
     return (line if bullet.group().rstrip().endswith(")") else line[bullet.end() :]).strip()
 
 
-_RULES_HEADING = re.compile(
+_RULES_HEADING = patterns.compile(
     r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
     r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules|fixed points?|givens|"
     r"non-negotiables|must-haves|limits|boundaries|red lines)\b|"
@@ -1142,17 +1145,17 @@ _RULES_HEADING = re.compile(
     r"(?:dive|dig|jump|get) (?:in|into it|started))|to know)\b)"
     r"[^:\n]{0,40}:\s*$"
 )
-_CODE_LINE = re.compile(
+_CODE_LINE = patterns.compile(
     r"^\s*(?:\$ |> |>>> |#!|[{}\[\]]|\w+\s*=\s*[\[{(\"'\d]|at [\w.$]+\(|"
     r"(?i:error|warning|fatal|panic|note|info|debug|traceback|exception|caused by)\b\s*[:(\[])"
 )
-_WORDS = re.compile(r"[^\W\d_]{2,}")
-_SYMBOLS = re.compile(r"[{}\[\]=<>|\\$]")
+_WORDS = patterns.compile(r"[^\W\d_]{2,}")
+_SYMBOLS = patterns.compile(r"[{}\[\]=<>|\\$]")
 
 
 # a message someone else wrote to the user, pasted or quoted: it opens with a greeting
 # ("Hi Ros, ..."); pasted guidance ("Capital costs must not exceed 20%") binds the work
-_PASTED = re.compile(
+_PASTED = patterns.compile(
     r"^(?:>\s*[\"\u201c\u201e]?|[\"\u201c\u201e])\s*(?:hi|hello|hey|dear|"
     r"good (?:morning|afternoon|evening))\b",
     re.IGNORECASE,
@@ -1180,7 +1183,7 @@ def _is_prose(line: str) -> bool:
 
 
 # a line that names what it is about, as one of a list without bullets: "Office: two days"
-_LABELLED = re.compile(r"[A-Z][\w'&/-]*(?: [\w'&/-]+){0,2}:\s+\S")
+_LABELLED = patterns.compile(r"[A-Z][\w'&/-]*(?: [\w'&/-]+){0,2}:\s+\S")
 
 
 def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str, bool]]:
@@ -1247,7 +1250,7 @@ def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str,
 
 
 # a sentence that goes with the rule before it: it points back, gives a reason, or is short
-FOLLOWS = re.compile(
+FOLLOWS = patterns.compile(
     r"^(?:\W*(?:and|so|but|also|because|since|otherwise|or else|as|then)\W+)?"
     r"(?:it|that|this|they|these|those|which|there|because|since|otherwise|so|"
     r"non[- ]?negotiable|no exceptions?|last time|we had|the reason)\b|^.{1,60}$"
@@ -1268,7 +1271,7 @@ def _another_rule(parts: list[str], rules: list[int], window: list[int], index: 
 
 # a rule announced as one, its words to follow: "rule from now on: ...", "new rule: ...",
 # "two things that aren't up for debate."
-RULE_SAID = re.compile(
+RULE_SAID = patterns.compile(
     r"\b(?:new |house |hard |golden )?rules?(?: from now on| for [\w -]{1,20})?:\s|"
     r"\b(?:two|three|four|a few|a couple of|couple of) (?:things|rules)\b(?! (?:about|to)\b)"
 )
@@ -1438,7 +1441,7 @@ _CHANGE_WORDS = (
 )  # fmt: skip
 # ... and the two that need a pattern: a limit moved, a figure moved
 _MOVE_WORDS = ("rais", "lower", "bump", "cut", "from ")
-ADMITS = re.compile(r"\bi was wrong (?:about|on) ")
+ADMITS = patterns.compile(r"\bi was wrong (?:about|on) ")
 
 
 def admits(text: str) -> bool:
@@ -1447,8 +1450,8 @@ def admits(text: str) -> bool:
     return change_said(text.lower()).admits
 
 
-_SET_NOW = re.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
-_CHANGE_MOVES = re.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
+_SET_NOW = patterns.compile(r"\b(?:is|are|'s) (?:the |real |[\u00a3$\u20ac]\d)[^.;!?]{0,30} now\b")
+_CHANGE_MOVES = patterns.compile(r"\b(?:rais|lower|bump|cut)\w* (?:it|that|the)\b|\bfrom \W?\d")
 
 
 def _may_change(lower: str) -> bool:
@@ -1488,7 +1491,7 @@ def _replacements(parts: list[str]) -> list[tuple[str, str]]:
 
 
 # an instruction of a task brief: what to use, produce or keep to
-BRIEF = re.compile(
+BRIEF = patterns.compile(
     r"^(?:\W*(?:and|also|then|please|pls)\W+)?(?:use|return|write|produce|output|format|"
     r"respond|answer|keep|include|exclude|follow|avoid|ensure|limit|stick|prefer|only|do not|"
     r"don'?t|never|always|make sure|must)\b|\(\s*\d+\s*(?:-|\u2013|to)\s*\d+\s*words?\s*\)"
@@ -1657,7 +1660,7 @@ def figures_denied(text: str) -> frozenset[str]:
     return frozenset(figures)
 
 
-_NAME_DENIED = re.compile(
+_NAME_DENIED = patterns.compile(
     _NOT_SO + r"(?:the |a |an )?"
     r"(?P<was>[a-z][a-z-]*\d(?:[\w.-]*[a-z\d])?)(?![\w-])"
 )
@@ -1700,7 +1703,7 @@ def names_the_change(text: str) -> bool:
     )
 
 
-_RULE_WORD = re.compile(r"\b(?:rule|convention|policy)\b")
+_RULE_WORD = patterns.compile(r"\b(?:rule|convention|policy)\b")
 SAYS_TERMS = 6  # ... and says what the new rule is in this many terms at least
 
 
@@ -1754,7 +1757,7 @@ def remembered(text: str, rules: list[tuple[str, str]]) -> list[tuple[str, str]]
 
 # what a person's preference sounds like, kept to be found again when a change names it
 # ("I want an untethered one", "warm pls", "table tests pls", "don't bother with a test")
-PREFERS = re.compile(
+PREFERS = patterns.compile(
     r"\b(?:want|wants|prefer|prefers|need|needs)\b|\b(?:i|we|he|she|they) (?:really )?likes?\b|"
     r"\b(?:pls|please|don'?t|never|no|not|only|always|keep|stays?|just use|rather)\b"
 )
@@ -1788,21 +1791,21 @@ def left_standing(earlier: str, later: str) -> str:
     return " ".join(kept)
 
 
-_NOT_DONE_HERE = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
+_NOT_DONE_HERE = patterns.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
-_GO_PAST = re.compile(
+_GO_PAST = patterns.compile(
     r"\b(?:can'?t|cannot|won'?t|will not|not) (?:go|going|spend|pay) (?:above|over|beyond|more)\b|"
     r"\bnot a penny more\b|\ball[ -]in\b|\bat most\b|\bno more than\b|\bmax\b|\btops\b"
 )
-_SUM_PER = re.compile(
+_SUM_PER = patterns.compile(
     r"[\u00a3$\u20ac]\s?\d[\d,.]*k?\s?(?:a|per|/)\s?(day|week|month|year|night|head|person)\b"
 )
-_BOUND_NOUN = re.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
-_DIGIT = re.compile(r"\d")
+_BOUND_NOUN = patterns.compile(r"\b(?:ceiling|cap|budget|floor|limit|maximum|minimum)\b")
+_DIGIT = patterns.compile(r"\d")
 
 
-FORBID = re.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")
+FORBID = patterns.compile(r"\b(?:never|don'?t|do not|avoid|no)\s+((?:[\w.-]+\s+){0,2}[\w.-]+)")
 
 
 def forbidden_terms(text: str) -> list[str]:

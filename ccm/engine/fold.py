@@ -30,7 +30,6 @@ import logging
 import math
 import multiprocessing
 import os
-import re
 import sys
 import threading
 from collections import Counter
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ccm import patterns
 from ccm import tokens as tokenizer
 from ccm.config import Config
 from ccm.engine import conclusions, critical
@@ -78,7 +78,7 @@ BUMPS_KEPT = 512  # indices of the latest segment rev bumps kept in the state
 
 State = dict[str, Any]
 
-SHIFT = re.compile(
+SHIFT = patterns.compile(
     r"^(?:(?:ok(?:ay)?|alright|so|right|anyway)[,.!]?\s+)?"
     r"(?:switching gears|changing (?:the )?(?:topic|subject)|"
     r"(?:on\s+)?(?:a\s+)?(?:different|another|unrelated|separate|new)\s+(?:note|topic|thing|question|subject|matter)|"
@@ -95,13 +95,13 @@ LABEL_TERMS = 7  # terms a turn opened by a label ("logs. ...") needs to open a 
 NAMED_TERMS = 3  # ... and one opened by a label named after "ok" ("ok. dbt. ...")
 _NAMED = r"(?:the |our |my |that )?[a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)"
 # a topic taken up again by name, also after a short aside: "Sent. OK back to the choice."
-RESUMED = re.compile(
+RESUMED = patterns.compile(
     r"(?:(?:ok(?:ay)?|so|right|anyway|now)\b[\s,.!]*){0,2}(?:back to " + _NAMED + "|"
     # or a topic taken up by name: "Sent! He's usually quick. Let's do the budget."
     r"let'?s (?:do|look at|move on to|turn to|tackle|get to|switch to)\b(?! (?:it|that|this|so)\b))"
 )
-_ASIDE = re.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
-OPENER = re.compile(
+_ASIDE = patterns.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
+OPENER = patterns.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
     r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx|btw|by the way|"
     r"totally|completely)\b[\s,.!:;-]*){0,3}"
@@ -174,45 +174,45 @@ OPENER = re.compile(
 )
 # a user turn that ends by announcing another topic: "...meanwhile something else came
 # up", "one more thing:"; the next user turn raises it
-ANNOUNCED = re.compile(
+ANNOUNCED = patterns.compile(
     r"\b(?:something else (?:came up|to (?:ask|discuss|look at))|"
     r"(?:one|another|other) (?:more )?(?:thing|topic|question|issue)|"
     r"(?:a )?(?:different|unrelated|separate|new) (?:thing|topic|question|issue|subject))\W*$"
 )
 # an assistant moving on once the user concluded: "The remaining item is backups."
-ASSISTANT_SHIFT = re.compile(
+ASSISTANT_SHIFT = patterns.compile(
     r"(?:^|[.!]\s+)(?:ok(?:ay)?[,.]?\s+|good[,.]?\s+|great[,.]?\s+)?(?:(?:the )?(?:next|remaining|"
     r"last|other|final) (?:item|step|thing|topic|question|task|one|part)s? (?:is|are)\b|next up\b|"
     r"now (?:for|on to)\b|moving on to\b|on to the\b)"
 )
 # a topic called for after a lead-in: "On that: three agents came round, so let's talk
 # house:", "Thanks. Right, let's do the seating plan."
-LETS_TALK = re.compile(
+LETS_TALK = patterns.compile(
     r"(?:[.!?:;,\u2014]\s+|\s-\s|\bso\s+)let'?s (?:talk|do|look at|turn to|move on to|get to) "
     r"(?:about )?(?:the )?[\w' -]{2,30}(?:[:.!]|$)"
 )
 # a sign-off: what follows it is what is left for next time, not a topic taken up
-SIGN_OFF = re.compile(
+SIGN_OFF = patterns.compile(
     r"^(?:ok(?:ay)?[,.]?\s+|right[,.]?\s+)?(?:bed|bedtime|night|goodnight|night night|off to bed|"
     r"going to bed|i'?m off)\b\s*[.!,]"
 )
-AGAIN = re.compile(r"\b(?:again|back)\b")
+AGAIN = patterns.compile(r"\b(?:again|back)\b")
 # a reply to what the assistant just asked
-REPLY = re.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
+REPLY = patterns.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
 # a reply that takes part of the answer and asks about more: "closed mondays is fine but
 # what about the holiday list?", "ok but what about the cron?"
-FOLLOW_UP = re.compile(
+FOLLOW_UP = patterns.compile(
     r"^(?:[\w' -]{0,40}\b(?:is|are|looks?|sounds?|seems?) )?(?:fine|good|ok(?:ay)?|great|right|"
     r"clear)\b,? but (?:what about|how about|what if|does|do|is|are|can|will|then)\b"
 )
 # a topic named on its own as the opening words: "logs. sven set up...", "CI: we have..."
-LABEL = re.compile(
+LABEL = patterns.compile(
     r"^(?:(?P<lead>(?:ok(?:ay)?|right|now|so|anyway)[,.]?\s+)(?:the )?)?([a-z][\w#/+-]+)(?P<mark>[.:])\s"
 )
 # a turn that opens by acting on what was just said ("do it.", "ok keep it. but ...",
 # "leave it, not today", "ok that one's out"): the topic at hand goes on (not "while
 # that runs", which opens one)
-ACTS_ON_IT = re.compile(
+ACTS_ON_IT = patterns.compile(
     r"(?<!while )\b(?:do|push|merge|leave|keep|park|add|ship|check|run|fix|write|drop|close|"
     r"move|revert|try|test|hammer|tell|send|bin|scrap|put|make|commit|deploy|apply|open|post|"
     r"print|change|delete|remove|update|pr) (?:it|that|this|them|those)\b|"
@@ -222,9 +222,9 @@ ACTS_WORDS = 6  # ... in its first words
 GOODNIGHT_CHARS = 60  # the end of a turn a goodnight is looked for in ("... night!")
 # "oh and ...": an aside, which opens a topic unless it lays down a rule ("oh and a rule for
 # myself: ...", "oh and before I forget: no single-sex schools"), one for the work at hand
-OH_AND = re.compile(r"^(?:\W*(?:ok(?:ay)?|so|right|also)\W+)*oh,? and\b")
+OH_AND = patterns.compile(r"^(?:\W*(?:ok(?:ay)?|so|right|also)\W+)*oh,? and\b")
 # back from a break: with the pause, a likelier new topic
-BACK = re.compile(r"^back\b(?! (?:to|on|in)\b)")
+BACK = patterns.compile(r"^back\b(?! (?:to|on|in)\b)")
 # a word that opens a turn alone as a reply, an approval or a word on what was just said
 # ("lovely. ...", "go. ...", "meh. ..."): no topic named
 NOT_LABEL = frozenset(
@@ -689,14 +689,14 @@ def _said(found: dict[str, Any]) -> str:
 
 
 # a claim taken back by its own words: "so much for signed and sealed", "so much for fixed"
-SO_MUCH_FOR = re.compile(
+SO_MUCH_FOR = patterns.compile(
     r"\bso much for ['\"\u2018\u201c]?([a-z][\w' -]{1,40}?)['\"\u2019\u201d]?\s*(?:[.,;:!?)]|$)"
 )
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
 # a failure supposed, not reported: "stop if anything hangs", "in case it's stuck again"
-SUPPOSED = re.compile(
+SUPPOSED = patterns.compile(
     r"\b(?:if|in case|unless|whenever|should)\b[^,;:]*$|"
     # what is not wanted, what a change is for: "I don't want this blocked on him", "so
     # they can kick stuck ones"

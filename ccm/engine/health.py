@@ -12,12 +12,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccm import patterns
 from ccm import tokens as tokenizer
 from ccm.config import Config
 from ccm.engine.render import Tiers, critical_items
 from ccm.engine.text import cosine, terms
 
-NEGATED_NEAR = re.compile(
+NEGATED_NEAR = patterns.compile(
     r"\b(?:not|never|no|without|avoid|instead of|rather than|don'?t)\b[^.]{0,30}$"
 )
 RECENT_ASSISTANT = 10

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ccm import patterns
+
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -64,7 +66,7 @@ _ABBREVIATIONS = (
     "incl",
 )
 # (the lookahead first lets the scan skip to white space: 1.5x faster)
-_SENTENCE_END = re.compile(
+_SENTENCE_END = patterns.compile(
     r"(?=\s)(?:(?<=[.!?])"
     + "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
     + r"\s+|\n+)"
@@ -72,14 +74,14 @@ _SENTENCE_END = re.compile(
 _EXTENSIONS = (
     "py|js|ts|tsx|jsx|md|json|yaml|yml|toml|sql|sh|rs|go|java|rb|css|html|txt|csv|cfg|ini|lock|db"
 )
-_DOTTED = re.compile(r"(?<!\S)[^\s.]*\.\S*")  # a run of non-space holding a dot
-_BREAK = re.compile(r"[\"'`(),;{}\[\]<>=|*]")
+_DOTTED = patterns.compile(r"(?<!\S)[^\s.]*\.\S*")  # a run of non-space holding a dot
+_BREAK = patterns.compile(r"[\"'`(),;{}\[\]<>=|*]")
 # a necessary condition for `paths` to find anything, 8x cheaper than tokenizing
-_PATH_HINT = re.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
-_FILE_NAME = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
-_FILE_END = re.compile(r"/[\w.-]*\w\.\w{1,6}$")
+_PATH_HINT = patterns.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
+_FILE_NAME = patterns.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
+_FILE_END = patterns.compile(r"/[\w.-]*\w\.\w{1,6}$")
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = patterns.compile("[\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
@@ -133,7 +135,7 @@ def any_of(literals: list[str] | set[str] | frozenset[str]) -> re.Pattern[str]:
         for char in literal:
             node = node.setdefault(char, {})
         node[""] = {}  # a literal ends here
-    return re.compile(_branches(trie))
+    return patterns.compile(_branches(trie))
 
 
 def _branches(node: dict[str, Any]) -> str:
@@ -162,6 +164,13 @@ def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """`pattern` compiled with a lookahead of the characters it can start with, when they
     can be told (a few): `re` then skips to them, where a leading "\\b" or lookbehind
     would have it try the whole pattern at every character."""
+    return patterns.compile(
+        patterns.derived(pattern, flags, lambda: _skipping(pattern, flags)), flags
+    )
+
+
+def _skipping(pattern: str, flags: int) -> str:
+    """The pattern `skipping` compiles (found by parsing `pattern`: cached)."""
     try:
         parsed = _PARSER.parse(pattern, flags)
         # (a case-blind pattern starts with either case of its letters: left as it is)
@@ -170,12 +179,13 @@ def skipping(pattern: str, flags: int = 0) -> re.Pattern[str]:
     except Exception:  # an unknown construct, or another Python's parser: as it is
         first = None
     if not first or len(first) > 24:
-        return re.compile(pattern, flags)
+        return pattern
     chars = "".join(sorted(re.escape(c) for c in first))
     try:
-        return re.compile(f"(?=[{chars}])(?:{pattern})", flags)
+        re.compile(f"(?=[{chars}])(?:{pattern})", flags)
     except re.error:  # (an inline flag that must stay first, say)
-        return re.compile(pattern, flags)
+        return pattern
+    return f"(?=[{chars}])(?:{pattern})"
 
 
 def _firsts(items: list[Any], sre: Any) -> set[str] | None:
@@ -258,9 +268,9 @@ def terms(text: str) -> list[str]:
     return list(filter(None, map(_TERM_CACHE.__getitem__, words(text.lower()))))
 
 
-_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_TOOL_CALL = re.compile(r"^\[tool_use\][^\n]*$", re.M)
-_TAG = re.compile(r"</?[A-Za-z][\w-]*>")
+_FENCE = patterns.compile(r"```.*?(?:```|\Z)", re.S)
+_TOOL_CALL = patterns.compile(r"^\[tool_use\][^\n]*$", re.M)
+_TAG = patterns.compile(r"</?[A-Za-z][\w-]*>")
 
 
 def prose(text: str) -> str:
@@ -278,8 +288,10 @@ def prose(text: str) -> str:
 
 # a line of a pasted record or listing: fields between dashes or bars, figures in them
 # ("MOT test 14 October 2025 — PASS — Mileage 84,210 miles")
-_FIELD = re.compile(r"\s[\u2014|\u00b7]\s")  # (not an en dash: "27 Sept \u2013 1 Oct" is a range)
-_FIGURE = re.compile(r"\d[\d,.]*")
+_FIELD = patterns.compile(
+    r"\s[\u2014|\u00b7]\s"
+)  # (not an en dash: "27 Sept \u2013 1 Oct" is a range)
+_FIGURE = patterns.compile(r"\d[\d,.]*")
 
 
 def is_record(line: str) -> bool:

@@ -11,12 +11,13 @@ import json
 import re
 from typing import Any
 
+from ccm import patterns
 from ccm.engine import conclusions
 from ccm.engine.text import sentences, terms
 
 # "next" says what comes next when it labels it ("Next:", "**Next (Monday)**:", "next
 # step", "next up"), not in "the next run" or in a name such as "Next.js"
-NEXT = re.compile(
+NEXT = patterns.compile(
     r"(?:^|[^\w.])next\b(?!\.\w)(?: steps?| up)?[*_\s]*(?:\([^)]{0,40}\))?[*_\s]*[:\u2014]|"
     r"\bnext (?:steps?|up)\b|"
     r"\b(?:then i'?ll|i'?ll now|i will now|now i'?ll|let me|i'?m going to|we should|you should)\b|"
@@ -25,10 +26,10 @@ NEXT = re.compile(
 LIMIT = 5
 
 
-TAG = re.compile(r"</?[A-Za-z][\w-]*>")
+TAG = patterns.compile(r"</?[A-Za-z][\w-]*>")
 
 
-REQUEST = re.compile(
+REQUEST = patterns.compile(
     r"\?$|^(?:can|could|would|will|let'?s|please|how|what|why|should|we need|i need|i want|"
     r"make|add|write|fix|create|implement|update|remove|set up|next step)\b"
 )
@@ -57,8 +58,8 @@ def _substantive(text: str) -> bool:
     )
 
 
-_CAPITALISED = re.compile(r"[A-Z][a-z]+\.\w+")
-_EXTENSION = re.compile(r"\.[A-Za-z]\w*$")
+_CAPITALISED = patterns.compile(r"[A-Z][a-z]+\.\w+")
+_EXTENSION = patterns.compile(r"\.[A-Za-z]\w*$")
 
 
 def _files(recent: list[list[Any]]) -> list[str]:

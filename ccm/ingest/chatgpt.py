@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ccm import patterns
 from ccm.errors import FormatError, InvalidSessionId
 from ccm.ingest.lines import load_document, without_bom
 from ccm.ingest.model import (
@@ -35,7 +36,7 @@ from ccm.store import MAX_SESSION_ID, check_session_id, slug_session_id
 SOURCE = "chatgpt"
 HINT = "is this a ChatGPT export? pass --format to choose another importer"
 ROLES = frozenset({"system", "user", "assistant", "tool"})
-CONVERSATIONS_FILE = re.compile(r"conversations(-\d+)?\.json")
+CONVERSATIONS_FILE = patterns.compile(r"conversations(-\d+)?\.json")
 ZIP_MAGIC = b"PK\x03\x04"
 HASH_CHARS = 8
 SNIFF_BYTES = 1 << 20  # how much of a file `looks_like_export` reads

@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ccm import patterns
 from ccm.dates import MONTHS
 from ccm.errors import FormatError, InvalidSessionId
 from ccm.ingest.lines import load_document
@@ -20,8 +21,8 @@ from ccm.ingest.model import Parsed, ParseOptions, Rejected, SourceSession, Sour
 from ccm.store import check_session_id, iso_utc, slug_session_id
 
 HINT = "is this a LoCoMo file (a list of samples with 'conversation')? pass --format"
-_SESSION = re.compile(r"session_(\d+)")
-_DATE = re.compile(
+_SESSION = patterns.compile(r"session_(\d+)")
+_DATE = patterns.compile(
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s*(?P<ampm>am|pm)\s+on\s+(?P<day>\d{1,2})\s+"
     r"(?P<month>[A-Za-z]+),?\s+(?P<year>\d{4})",
     re.IGNORECASE,

@@ -10,12 +10,12 @@ be read as that format at all raises `ccm.errors.FormatError`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ccm import patterns
 from ccm.store import located
 
 
@@ -106,7 +106,7 @@ class Parsed:
     warnings: list[Notice] = field(default_factory=list)
 
 
-_CANONICAL = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+_CANONICAL = patterns.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
 
 
 def epoch_to_iso(seconds: float) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from ccm import patterns
 from ccm.engine.conclusions import CUE_WORDS, lead_sentences, plain
 from ccm.engine.text import terms
 from ccm.sleep import notes
@@ -240,19 +241,19 @@ def nodes_of(record: SessionRecord) -> list[Node]:
 # ---------------------------------------------------------------- names
 
 
-_SLUG_WORD = re.compile(r"[a-z0-9]+")
+_SLUG_WORD = patterns.compile(r"[a-z0-9]+")
 _FILLER = (
     "a an the and or but of to in on at for with by from as is are was were be been it its "
     "this that these those we i you our my your us so then now ok okay yes lets thats "
     "decision decided final change plan takeaway conclusion verdict done fixed"
 )
 _STOP = frozenset(_FILLER.split())
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_END = patterns.compile(r"(?<=[.!?])\s")
 TITLE_WORDS = 10
 TITLE_SUBSTANCE = 3
 # a sentence, or the parenthesis a statement ends with (what the user said)
-_CLAUSES = re.compile(r"(?<=[.!?])\s+|\s*[()]\s*|\s+\u2014\s+")
-_LEAD_FILLER = re.compile(
+_CLAUSES = patterns.compile(r"(?<=[.!?])\s+|\s*[()]\s*|\s+\u2014\s+")
+_LEAD_FILLER = patterns.compile(
     r"^(?:(?:ok(?:ay)?|so|and|great|nice|good|perfect|right|yes|yep|yeah|well|ugh|hm+|"
     r"thanks|then|that answers it|that'?s it|decided|decision|final|verdict|done|"
     r"conclusion|update|note)\b[\s,.!:;\u2014-]*)+",
@@ -296,7 +297,7 @@ def title(text: str) -> str:
     return heading[:1].upper() + heading[1:]
 
 
-_STATUS_TAG = re.compile(r"<command-message>.*?</command-message>|<[^<>\n]{1,40}>", re.S)
+_STATUS_TAG = patterns.compile(r"<command-message>.*?</command-message>|<[^<>\n]{1,40}>", re.S)
 
 
 def request_title(text: str) -> str:

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ccm import patterns
 from ccm.engine.conclusions import ASSISTANT_FACTOR, CONFIDENCE, REVERSAL
 from ccm.engine.text import term_of, terms, words
 from ccm.sleep.ladder import layer
@@ -122,27 +123,27 @@ _CUE_TERMS = frozenset(
     )
 )
 _CLAUSE = r"([^,.;:!?()\n]{1,60})"
-_BOUNDARY = re.compile(
+_BOUNDARY = patterns.compile(
     r"\b(?:with|for|because|instead|over|rather|and|or|as|to|in|on|at|from|since|so|but|"
     r"when|if|than|via|by|of|which|that|who|while|until|after|before|now)\b"
 )
-_NEGATION = re.compile(
+_NEGATION = patterns.compile(
     r"\b(?:not|never|no longer|(?:do|does|did|wo|should|ca)n't|(?:do|does|did|will|should) not|"
     r"cannot|avoid(?:ing)?|without|instead of|rather than|drop(?:ped|ping)?|remov(?:e|ed|ing)|"
     r"ditch(?:ed)?|stop(?:ped)? using|(?:switch|mov|migrat)\w* (?:away )?from|replac(?:e|ed|ing)|"
     r"prefer\w* [^,.;:!?]{1,40}? over)\s+" + _CLAUSE
 )
-_CHOICE_VALUE = re.compile(
+_CHOICE_VALUE = patterns.compile(
     r"\b(?:use|using|go(?:ing)? with|stick(?:ing)? with|switch(?:ing|ed)? to|mov(?:e|ing|ed) to|"
     r"migrat(?:e|ing|ed) to|settl(?:e|ed) on|choose|chose|chosen|pick(?:ed)?|prefer(?:s|red)?|"
     r"adopt(?:ed)?|opt(?:ed)? for|replac\w* [^,.;:!?]{1,40}? with)\s+" + _CLAUSE
 )
-_FACT_VALUE = re.compile(r"\b(?:is|was|are|were)\s+(?!not\b)" + _CLAUSE)
+_FACT_VALUE = patterns.compile(r"\b(?:is|was|are|were)\s+(?!not\b)" + _CLAUSE)
 # the engine's reversal cues, and the words that correct a fact
-_CUE = re.compile(
+_CUE = patterns.compile(
     REVERSAL.pattern + r"|\b(?:wrong|incorrect|mistaken|correction|turns out|in fact)\b"
 )
-_CLAUSE_START = re.compile(r".*[,.;:!?(\n]", re.DOTALL)
+_CLAUSE_START = patterns.compile(r".*[,.;:!?(\n]", re.DOTALL)
 _NOTHING: frozenset[str] = frozenset()
 
 

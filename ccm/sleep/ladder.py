@@ -33,28 +33,30 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ccm import patterns
+
 SPECIFIC = frozenset({"decision", "requirement", "task", "resolution", "fix", "confirmation"})
 
-_IDENTIFIER = re.compile(
+_IDENTIFIER = patterns.compile(
     r"\b[A-Za-z]\w*_\w+|\b[a-z]+[A-Z]\w*|\b\w+\(\)|(?<![\w-])--?[a-z][\w-]*|\b\w+=\S|"
     r"\b[A-Za-z_]\w*\.[A-Za-z_]\w+"
 )
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?![\w.]\d)")
-_QUOTED = re.compile(r"\"[^\"]+\"|(?<!\w)'[^']+'(?!\w)|`[^`]+`")
-_OCCASION = re.compile(
+_NUMBER = patterns.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*(?![\w.]\d)")
+_QUOTED = patterns.compile(r"\"[^\"]+\"|(?<!\w)'[^']+'(?!\w)|`[^`]+`")
+_OCCASION = patterns.compile(
     r"\b(?:was|were|had|did|today|yesterday|tonight|earlier|last (?:week|night))\b"
 )
-_PERSONAL = re.compile(
+_PERSONAL = patterns.compile(
     r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're|we've|we'll|us|our|ours|ourselves|"
     r"you|your|yours|yourself|let's)\b"
 )
-_RULE = re.compile(
+_RULE = patterns.compile(
     r"\b(?:always|never|prefer|avoid|should|must|every|any|only|rule|principle|in general|"
     r"as a rule|don't|do not)\b"
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*(\w+)")
-_WORD = re.compile(r"\b[A-Za-z][A-Za-z]+\b")
-_INNER_CAPITAL = re.compile(r"[a-z][A-Z]|^[A-Z]+[a-z]+[A-Z]")
+_SENTENCE_START = patterns.compile(r"(?:^|[.!?:;]\s+|\n)\W*(\w+)")
+_WORD = patterns.compile(r"\b[A-Za-z][A-Za-z]+\b")
+_INNER_CAPITAL = patterns.compile(r"[a-z][A-Z]|^[A-Z]+[a-z]+[A-Z]")
 
 
 def _named(text: str) -> bool:
@@ -128,62 +130,67 @@ def _phone(match: re.Match[str]) -> str:
 
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (
-        re.compile(
+        patterns.compile(
             rf"\b({_SECRET_NAME})(\s*[=:]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'<>,;]+)",
             re.IGNORECASE,
         ),
         _assignment,
     ),
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 <key>"),
+    (patterns.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 <key>"),
     (
-        re.compile(
+        patterns.compile(
             r"(?<![\w-])(?:sk-[A-Za-z0-9_-]{8,}|(?:AKIA|ASIA)[0-9A-Z]{16}|"
             r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|"
             r"glpat-[A-Za-z0-9_-]{16,}|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})"
         ),
         "<key>",
     ),
-    (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+"), _trimmed("<url>")),
-    (re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"), "<email>"),
+    (patterns.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+"), _trimmed("<url>")),
+    (patterns.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b"), "<email>"),
     (
-        re.compile(r"(?<![\w\\])(?:[A-Za-z]:[\\/]|\\\\[\w.$-]+\\)[^\s\"'<>|*?`]*"),
+        patterns.compile(r"(?<![\w\\])(?:[A-Za-z]:[\\/]|\\\\[\w.$-]+\\)[^\s\"'<>|*?`]*"),
         _trimmed("<path>"),
     ),
     (
         # a shell substitution inside a path ("/backups/$(date +%F).db") belongs to it
-        re.compile(r"(?<![\w:/.~-])(?:~|\.\.?)?/(?=[\w.~$-])(?:\$\([^)\n]*\)|[^\s\"'`<>|;,])*"),
+        patterns.compile(
+            r"(?<![\w:/.~-])(?:~|\.\.?)?/(?=[\w.~$-])(?:\$\([^)\n]*\)|[^\s\"'`<>|;,])*"
+        ),
         _trimmed("<path>"),
     ),
-    (re.compile(r"(?<![\w/.-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,5}\b"), "<path>"),
-    (re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?::\d{{1,5}})?(?![\w.]\d|\w)"), "<ip>"),
+    (patterns.compile(r"(?<![\w/.-])[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,5}\b"), "<path>"),
     (
-        re.compile(
+        patterns.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?::\d{{1,5}})?(?![\w.]\d|\w)"),
+        "<ip>",
+    ),
+    (
+        patterns.compile(
             r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}(?![\w:])|(?<![\w:])"
             r"(?:[0-9a-fA-F]{1,4}:){1,6}:(?:[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4})*)?(?![\w:])"
         ),
         "<ip>",
     ),
     (
-        re.compile(
+        patterns.compile(
             rf"(?<![\w.@/-])(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+{_TLD}"
             r"(?::\d{1,5})?(?![\w-])"
         ),
         "<host>",
     ),
     (
-        re.compile(
+        patterns.compile(
             r"(?<![\w+/=-])(?=[\w+/-]*\d)(?=[\w+/-]*[A-Za-z])[A-Za-z0-9+/_-]{32,}={0,2}(?![\w+/=-])"
         ),
         "<key>",
     ),
     (
-        re.compile(
+        patterns.compile(
             r"(?<![\w+])(?:\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,5}|"
             r"\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4})(?![\w-])"
         ),
         _phone,
     ),
-    (re.compile(r"\b[A-Za-z]{0,6}[-#]?\d{6,}\b"), "<number>"),
+    (patterns.compile(r"\b[A-Za-z]{0,6}[-#]?\d{6,}\b"), "<number>"),
 ]
 
 

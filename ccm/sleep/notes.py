@@ -16,15 +16,15 @@ import hashlib
 import re
 from typing import Any
 
-from ccm import yamlio
+from ccm import patterns, yamlio
 from ccm.errors import SchemaError
 
 HASH_KEY = "content_hash"
-_HASH_LINE = re.compile(rf"^{HASH_KEY}: *\"?([0-9a-f]+)\"? *\n", re.MULTILINE)
-_FRONTMATTER = re.compile(r"\A---\n(.*?\n)?---\n", re.DOTALL)
-_BACKTICKS = re.compile(r"`+")
-_LINK_CHARS = re.compile(r"[\[\]]")
-_NOT_IN_LINK = re.compile(r"[\[\]|#^\n\r\\]+")
+_HASH_LINE = patterns.compile(rf"^{HASH_KEY}: *\"?([0-9a-f]+)\"? *\n", re.MULTILINE)
+_FRONTMATTER = patterns.compile(r"\A---\n(.*?\n)?---\n", re.DOTALL)
+_BACKTICKS = patterns.compile(r"`+")
+_LINK_CHARS = patterns.compile(r"[\[\]]")
+_NOT_IN_LINK = patterns.compile(r"[\[\]|#^\n\r\\]+")
 
 
 def digest(text: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ccm import locks
+from ccm import locks, patterns
 from ccm.errors import CCMError
 from ccm.store import (
     EVENTS,
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 STATE_NAME = "sleep.state"
 STATE_FORMAT = f"5-marshal-{sys.version_info[0]}.{sys.version_info[1]}"  # raise 5 when notes
 # render differently; marshal's format changes with Python's version
-_ID_LINE = re.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
+_ID_LINE = patterns.compile(r"^id: *\"?([^\"\n]+?)\"? *$", re.MULTILINE)
 
 
 LOCK_NAME = "sleep.lock"
