@@ -404,6 +404,18 @@ WEDDING = [
         [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
         [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
         [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
+        [
+            (
+                "user",
+                "one thing's been bugging me since Sunday. does the barn have a licence for music?",
+            )
+        ],
+        [
+            (
+                "user",
+                "something's been bothering me about the barn. is there parking for sixty cars?",
+            )
+        ],
         [("user", "On that: the florist rang back, so let's talk flowers: peonies or roses?")],
         [("user", "Other news, less fun: the barn has doubled the deposit to 800.")],
         [("user", "and while we're on money, the photographer wants 300 up front now.")],

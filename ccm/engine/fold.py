@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 123
+STATE_VERSION = 124
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -120,6 +120,11 @@ OPENER = patterns.compile(
     r"(?:the )?(?:one |other |main |big |only )?(?:thing|part|bit) (?:that )?(?:actually |really )?"
     r"(?:worries|bugs|bothers|scares|annoys|confuses|puzzles) me\b|"
     r"what (?:actually |really )?(?:worries|bugs|bothers|scares) me\b|"
+    # ... or has been on it: "one thing's been bugging me since last night", "the other
+    # thing that's been nagging me", "something's been bothering me"
+    r"(?:(?:the|a|one|other|main|big|only|[a-z]+) )?(?:thing|part|bit)(?:'s| (?:that'?s|that has|has)) "
+    r"been (?:bugging|bothering|nagging|worrying|niggling)(?: at)? me\b|"
+    r"something'?s been (?:bugging|bothering|nagging|worrying|niggling)(?: at)? me\b|"
     # a topic taken up again, named: "back to the actual choice"
     r"back to " + _NAMED + "|"
     r"(?:and )?then the [a-z][\w'-]*(?: [a-z][\w'-]*)?\s*[.:!](?:\s|$)|"
