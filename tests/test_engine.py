@@ -404,6 +404,7 @@ WEDDING = [
         [("user", "while she reads that: the seating plan. who sits with Gran at dinner?")],
         [("user", "Sent! She's usually quick. Let's do the seating plan while I'm awake.")],
         [("user", "Ok, the bit that really scares me. The speeches, and Sam's uncle with a mic.")],
+        [("user", "side thought: why did nobody mention the barn closes at eleven?")],
         [
             (
                 "user",

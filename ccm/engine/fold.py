@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 124
+STATE_VERSION = 125
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -151,7 +151,7 @@ OPENER = patterns.compile(
     r"\s*[.,:!]|(?:stop,? )?something else(?: first| quick(?:ly)?| came up)?\s*[.,:!]|"
     r"speaking of\b|that reminds me\b|on the (?:subject|topic) of\b|"
     r"before (?:you|we) (?:go on|dive in|carry on)\b|hold that(?: thought\b|\s*[,.:!])|"
-    r"side (?:question|note|quest)\b|"
+    r"side (?:question|note|quest|thought)\b|"
     # one more of something, named: "one more on the alerts: ..."
     r"(?:one more|another one|another) (?:on|about) (?:the |our |my )?[a-z][\w'-]*"
     r"(?: [a-z][\w'-]*){0,2}\s*:|"
