@@ -81,7 +81,7 @@ def _load() -> None:
     except FileNotFoundError:
         pass
     except Exception as exc:  # damaged, or written by something else: compiled anew
-        log.debug("pattern cache %s unreadable (%s); compiling", cache_path(), exc)
+        log.debug("pattern cache unreadable (%s); compiling", exc)
     atexit.register(save)
 
 
@@ -170,8 +170,8 @@ def save() -> None:
 
 
 def _write(data: dict[str, Any]) -> None:
-    path = cache_path()
     try:
+        path = cache_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".patterns-")
         try:
@@ -181,5 +181,5 @@ def _write(data: dict[str, Any]) -> None:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except (OSError, ValueError) as exc:  # a read-only home, a full disk: compiled each time
-        log.debug("pattern cache %s not written (%s)", path, exc)
+    except (OSError, ValueError, RuntimeError) as exc:  # a read-only or no home, a full disk
+        log.debug("pattern cache not written (%s)", exc)

@@ -189,3 +189,16 @@ def test_a_new_process_reads_the_engine_patterns_from_the_file(tmp_path: Path) -
     assert counts[0] > 200
     assert counts[1] == 0
     assert list((tmp_path / "ccm").glob("patterns-*.marshal"))
+
+
+def test_no_home_folder_costs_only_time(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service account without a home (no HOME, no XDG_CACHE_HOME): nothing raised."""
+    monkeypatch.delenv("XDG_CACHE_HOME")
+
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(patterns.Path, "home", homeless)
+    assert patterns.compile(*SOME[1]) == re.compile(*SOME[1])
+    patterns.save()
+    assert not fresh.exists()
