@@ -1096,3 +1096,35 @@ def test_a_fix_the_other_side_asks_to_wait_on_stays_open() -> None:
     ]
     segments = _segments_of(lines)
     assert _segment_at(segments, 3)["status"] == "open"
+
+
+PENDING_PIECES = st.sampled_from(
+    [
+        *["still need to ", "still needs to ", "remaining", "left to do", "todo:", "to do:"],
+        *["not yet", "open question", "except for the ", "except one ", "unresolved"],
+        *[
+            "haven't decided",
+            "havent decided",
+            "not sure yet",
+            "i wouldn't call it ",
+            "i wouldnt say it's ",
+        ],
+        *[
+            "too early to say",
+            "too soon to tell",
+            "before calling it done",
+            "before we call it fixed",
+        ],
+        *["i'd hold off", "id wait for ", "i'd wait until ", "not so fast", "before ", "except "],
+        *["still", "need", "yet", "not ", "so ", "fast", "wait", "hold", " ", ".", "ok", "x"],
+    ]
+)
+
+
+@settings(max_examples=2000)
+@given(st.lists(PENDING_PIECES, max_size=12).map("".join))
+def test_pending_words_are_looked_for_before_the_pattern(said: str) -> None:
+    """The plain-text check in front of `PENDING` never hides a match of it."""
+    from ccm.engine import fold as engine_fold
+
+    assert engine_fold._pending(said) == (engine_fold.PENDING.search(said) is not None)

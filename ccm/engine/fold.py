@@ -252,6 +252,20 @@ PENDING = skipping(
     # ... or asking to wait for the proof: "I'd hold off until tomorrow's numbers"
     r"i'?d (?:hold off|wait (?:for|until|till|on))|not so fast)"
 )
+# words one of `PENDING`'s phrases cannot match without, looked for as plain text first
+# (most turns hold none: no pattern is run)
+_PENDING_WORDS = (
+    "still need", "remaining", "left to do", "todo:", "to do:", "not yet", "open question",
+    "except ", "unresolved", "haven", "not sure yet", "i wouldn", "too early", "too soon",
+    "before ", "hold off", "d wait ", "not so fast",
+)  # fmt: skip
+
+
+def _pending(lower: str) -> bool:
+    """Whether lower case text says something is still to do or not yet settled."""
+    return any(word in lower for word in _PENDING_WORDS) and PENDING.search(lower) is not None
+
+
 BLOCKER = skipping(
     r"\b(?:still (?:fail\w*|broken|see\w*|get\w*|duplicat\w*|happen\w*|dies|crash\w*)|"
     r"didn'?t (?:fix|work|help)|doesn'?t work|not working|(?:is|are) broken|blocked (?:by|on)|"
@@ -1287,7 +1301,7 @@ def read(turn: dict[str, Any], before: list[tuple[str, str]]) -> Reading:
         rules,
         own,
         role == "user" and _failure_said(lower),
-        role in ("user", "assistant") and bool(PENDING.search(lower)),
+        role in ("user", "assistant") and _pending(lower),
         paths(text[:PATH_CHARS]) if role in ("assistant", "tool", "user") else [],
         critical.remembered(text, rules) if role == "user" and named_speaker(turn) is None else [],
         critical.figures_denied(text) if role == "assistant" else frozenset(),
