@@ -219,3 +219,18 @@ def test_a_memo_fills_on_first_sight_and_empties_past_its_limit() -> None:
     assert list(map(memo.__getitem__, ["a", "b", "a", "c"])) == ["A", "B", "A", "C"]
     assert calls == ["a", "b", "c"]  # "a" the second time came from the memo
     assert memo["d"] == "D" and len(memo) == 1  # it held 3 > 2: emptied, then "d" filled
+
+
+@settings(max_examples=1000)
+@given(
+    st.lists(
+        st.sampled_from(
+            [" \u2014 ", " | ", " \u00b7 ", " \u2013 ", "PASS", "84,210", "14", "x", " "]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_record_is_what_its_patterns_say(line: str) -> None:
+    """The plain-text check in front of `_FIELD` hides no record."""
+    fields, figures = text._FIELD.findall(line), text._FIGURE.findall(line)
+    assert text.is_record(line) == (len(fields) >= 2 and len(figures) >= 3)

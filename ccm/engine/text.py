@@ -294,6 +294,8 @@ _FIGURE = patterns.compile(r"\d[\d,.]*")
 def is_record(line: str) -> bool:
     """Whether `line` is a line of pasted data (a record, a listing), not a sentence a
     person wrote: two or more field separators and three or more figures."""
+    if "\u2014" not in line and "|" not in line and "\u00b7" not in line:
+        return False  # (no separator `_FIELD` finds: most sentences, no pattern run)
     return len(_FIELD.findall(line)) >= 2 and len(_FIGURE.findall(line)) >= 3
 
 
