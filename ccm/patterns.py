@@ -1,6 +1,6 @@
 """Regular expressions compiled once per machine, not once per process.
 
-ccm reads text with some 380 regular expressions, compiled when its modules are
+ccm reads text with some 330 regular expressions, compiled when its modules are
 imported: about 0.11 s of every command's start on a 2-core machine (a hook's, the
 CLI's, a rebuild's), because `re` parses a pattern and generates its code in Python.
 `compile` keeps the generated code of each pattern in a file under the user's cache

@@ -120,8 +120,8 @@ OPENER = patterns.compile(
     r"(?:the )?(?:one |other |main |big |only )?(?:thing|part|bit) (?:that )?(?:actually |really )?"
     r"(?:worries|bugs|bothers|scares|annoys|confuses|puzzles) me\b|"
     r"what (?:actually |really )?(?:worries|bugs|bothers|scares) me\b|"
-    # ... or has been on it: "one thing's been bugging me since last night", "the other
-    # thing that's been nagging me", "something's been bothering me"
+    # ... or has been on it: "one thing's been bugging me since last night", "the thing
+    # that's been nagging me", "something's been bothering me"
     r"(?:(?:the|a|one|other|main|big|only|[a-z]+) )?(?:thing|part|bit)(?:'s| (?:that'?s|that has|has)) "
     r"been (?:bugging|bothering|nagging|worrying|niggling)(?: at)? me\b|"
     r"something'?s been (?:bugging|bothering|nagging|worrying|niggling)(?: at)? me\b|"
