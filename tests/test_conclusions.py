@@ -962,3 +962,18 @@ def test_a_name_with_an_ampersand_is_one_word_of_a_choice() -> None:
     for said in ("M&S then, the other one's miles away", "ok, B&Q it is. going saturday"):
         found = detect(7, "user", said, before)
         assert found is not None and found.kind == "decision", said
+
+
+def test_quoted_spans_are_masked_unless_the_text_holds_marks_itself() -> None:
+    """A quoted span stands as one private-use mark while cues are read; a text that
+    holds such a character itself (an icon font's glyph pasted in) has its spans blanked,
+    so that no mark of its own is taken for a span."""
+    from ccm.engine import conclusions as found
+
+    spoken, spans = found._masked('merged `fix: retry` and "ship it" after')
+    assert spans == ["`fix: retry`", '"ship it"']
+    assert "fix: retry" not in spoken and found._unmasked(spoken, spans) == (
+        'merged `fix: retry` and "ship it" after'
+    )
+    spoken, spans = found._masked("the \ue000 icon, `fix: retry` merged")
+    assert spans == [] and "fix: retry" not in spoken and "\ue000" in spoken

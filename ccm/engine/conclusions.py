@@ -1384,7 +1384,7 @@ _MARKS = patterns.compile("[\ue000-\uf8ff]")
 def _masked(text: str) -> tuple[str, list[str]]:
     """`text` with each quoted span (`QUOTED`) as one mark that no cue reads, and the
     spans, in order; a text that holds such characters itself has its spans blanked."""
-    if _MARKS.search(text):
+    if not text.isascii() and _MARKS.search(text):
         return QUOTED.sub(" ", text), []
     spans: list[str] = []
 
