@@ -75,6 +75,13 @@ def _valid(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+@lru_cache(maxsize=1)
+def _fast_installed() -> bool:
+    """Whether rs-bpe is installed (looked up once a process: a search of sys.path, some
+    40 us, and `method_in_use` is asked for each count noted)."""
+    return importlib.util.find_spec("rs_bpe") is not None
+
+
 def _fast_counter() -> Callable[[str], int] | None:
     """rs-bpe's cl100k_base count, or None when it is not installed or does not count
     the `PROBES` as cl100k_base does."""
@@ -136,7 +143,7 @@ def method_in_use() -> str:
     only reads them never loads the tables)."""
     if _method != "bpe" or _bpe_failed:
         return "estimate"
-    if _count is None and importlib.util.find_spec("rs_bpe") is None:
+    if _count is None and not _fast_installed():
         try:
             _checked(CL100K_SHA256)
         except Exception:  # told once, when loading it is tried

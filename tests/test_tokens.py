@@ -35,7 +35,7 @@ def test_a_tampered_vocabulary_falls_back_to_the_estimate(
     """Without rs-bpe, tiktoken's file is checked: altered, the estimate counts."""
     monkeypatch.setattr(tokens, "CL100K_SHA256", "0" * 64)
     monkeypatch.setattr(tokens, "_fast_counter", lambda: None)
-    monkeypatch.setattr(tokens.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(tokens, "_fast_installed", lambda: False)
     monkeypatch.setattr(tokens, "_count", None)
     monkeypatch.setattr(tokens, "_bpe_failed", False)
     text = "The quick brown fox jumps over the lazy dog."
