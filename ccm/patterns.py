@@ -25,7 +25,6 @@ import marshal
 import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -85,14 +84,18 @@ def _load() -> None:
     atexit.register(save)
 
 
-def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """`re.compile(pattern, flags)`, from the code cached for it when there is some."""
-    global _failed
-    flags = int(flags)
+def _ready() -> None:
+    """The file read, once a process (by the first caller)."""
     if not _loaded:
         with _lock:
             if not _loaded:
                 _load()
+
+
+def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """`re.compile(pattern, flags)`, from the code cached for it when there is some."""
+    flags = int(flags)
+    _ready()
     if _failed or not enabled():
         return re.compile(pattern, flags)
     key = (pattern, flags)
@@ -112,16 +115,15 @@ def compile(pattern: str, flags: int = 0) -> re.Pattern[str]:
 def derived(pattern: str, flags: int, make: Callable[[], str]) -> str:
     """The pattern `make` writes from `pattern` (a longer one that runs faster, say),
     cached as the compiled code is: `make` parses, which costs as much as compiling."""
-    if not _loaded:
-        with _lock:
-            if not _loaded:
-                _load()
+    _ready()
     key = (pattern, int(flags))
     found = _derived.get(key)
     if found is None:
         found = make()
         if enabled():
             _new_derived[key] = found
+    else:
+        _used.add(key)
     return found
 
 
@@ -148,7 +150,7 @@ def save() -> None:
     if not (_new or _new_derived) or _failed or not enabled():
         return
     with _lock:
-        new, _new_copy = dict(_new), dict(_new_derived)
+        new, new_derived = dict(_new), dict(_new_derived)
         _new.clear()
         _new_derived.clear()
     for (pattern, flags), compiled in new.items():
@@ -162,24 +164,24 @@ def save() -> None:
             return
         _specs[(pattern, flags)] = spec
         _used.add((pattern, flags))
-    _derived.update(_new_copy)
+    _derived.update(new_derived)
+    _used.update(new_derived)
     if len(_specs) > MOST:  # patterns of older versions of ccm: dropped
-        for key in [key for key in _specs if key not in _used]:
-            del _specs[key]
+        for kept in (_specs, _derived):
+            for key in [key for key in kept if key not in _used]:
+                del kept[key]
     _write({"specs": _specs, "derived": _derived})
 
 
 def _write(data: dict[str, Any]) -> None:
+    """The file replaced atomically (`store.atomic_write`, no fsync: a cache); a file
+    that cannot be written costs only the time it would have saved."""
+    from ccm.store import atomic_write  # (here: the store compiles its patterns with this)
+
     try:
         path = cache_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".patterns-")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(marshal.dumps(data))
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        if path.exists() and not path.is_file():
+            raise OSError(f"{path} is not a file")
+        atomic_write(path, marshal.dumps(data), durable=False)
     except (OSError, ValueError, RuntimeError) as exc:  # a read-only or no home, a full disk
         log.debug("pattern cache not written (%s)", exc)
