@@ -56,14 +56,42 @@ def body(content: str) -> list[str]:
             lines.append(INDENT + json.dumps(given, ensure_ascii=False))
             continue
         for key, value in given.items():
-            if isinstance(value, str) and "\n" in value:
-                lines.append(f"{INDENT}{key}:")
-                lines.extend(INDENT * 2 + part for part in value.split("\n"))
-            elif isinstance(value, str):
-                lines.append(f"{INDENT}{key}: {value}")
-            else:
-                lines.append(f"{INDENT}{key}: {json.dumps(value, ensure_ascii=False)}")
+            lines += _field(str(key), value, INDENT)
     return lines
+
+
+def _field(key: str, value: Any, indent: str) -> list[str]:
+    """One field of a call's input at `indent`: a text of several lines as its lines, a
+    list or an object that holds texts or other lists and objects spread out one field
+    a line (a ``MultiEdit``'s edits, a ``TodoWrite``'s todos), any other value as its
+    JSON."""
+    if isinstance(value, str) and "\n" in value:
+        return [f"{indent}{key}:", *(indent + INDENT + part for part in value.split("\n"))]
+    if isinstance(value, str):
+        return [f"{indent}{key}: {value}"]
+    if isinstance(value, dict) and value and _nested(value.values()):
+        found = [f"{indent}{key}:"]
+        for inner, item in value.items():
+            found += _field(str(inner), item, indent + INDENT)
+        return found
+    if isinstance(value, list) and value and _nested(value):
+        found = [f"{indent}{key}:"]
+        inside = indent + INDENT + "  "  # an item's lines, after its "- "
+        for item in value:
+            if isinstance(item, dict) and item:
+                lines = [line for k, v in item.items() for line in _field(str(k), v, inside)]
+            elif isinstance(item, str):
+                lines = [inside + part for part in item.split("\n")]
+            else:
+                lines = [inside + json.dumps(item, ensure_ascii=False)]
+            found += [f"{indent}{INDENT}- {lines[0][len(inside) :]}", *lines[1:]]
+        return found
+    return [f"{indent}{key}: {json.dumps(value, ensure_ascii=False)}"]
+
+
+def _nested(values: Any) -> bool:
+    """Whether any of `values` is a text, a list or an object (worth a line of its own)."""
+    return any(isinstance(v, (str, list, dict)) for v in values)
 
 
 def readable(turns: list[dict[str, Any]], context: list[dict[str, Any]] | None = None) -> str:
