@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,6 +33,7 @@ from typing import Any
 
 from ccm import derive, patterns, tokens
 from ccm.engine.critical import core
+from ccm.engine.text import without_calls
 from ccm.errors import UsageError
 from ccm.index import (
     TOOL_CHARS,
@@ -300,6 +302,13 @@ _NAME = patterns.compile(
 )
 
 
+# a markdown heading or bold label, whose capitals are title case, not names ("**Task
+# Decomposition**:", "## Error Handling")
+_LABELS = patterns.compile(r"^#{1,6} [^\n]*|\*\*[^*\n]{1,80}\*\*", re.M)
+# the abbreviations of prose, which `_SPECIFIC` reads as identifiers ("e.g", "i.e")
+_ABBREVIATIONS = frozenset(["e.g", "i.e", "etc", "cf", "vs", "viz", "n.b", "p.s", "a.k.a"])
+
+
 def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) -> str:
     """The figures, names and identifiers the latest turns keep coming back to that the
     context does not show yet, as one line within `room` tokens: the specifics of the
@@ -314,7 +323,8 @@ def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) ->
     for position, entry in enumerate(recent):
         value = (0.5 if entry[1] == "tool" else 1.0) * (1 + position / len(recent))
         value *= HAND_WEIGHT if entry[0] >= first else 1.0
-        terms = _specific_terms(str(entry[2]))
+        text = str(entry[2])  # (what was said, not the JSON input of a tool call)
+        terms = _specific_terms(text if entry[1] == "tool" else without_calls(text))
         for term in terms:
             weight[term] = weight.get(term, 0.0) + value
         if entry[1] != "tool":
@@ -347,8 +357,12 @@ class _Shown:
 def _specific_terms(text: str) -> frozenset[str]:
     """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`)."""
     found = {m.group().strip(".,:") for m in _SPECIFIC.finditer(text)}
-    found |= set(_NAME.findall(text))
-    return frozenset(t for t in found if len(t) > 1 and not (t.isdigit() and len(t) < 3))
+    found |= set(_NAME.findall(_LABELS.sub(" ", text) if "**" in text or "#" in text else text))
+    return frozenset(
+        t
+        for t in found
+        if len(t) > 1 and not (t.isdigit() and len(t) < 3) and t.lower() not in _ABBREVIATIONS
+    )
 
 
 def _manifest_lines(

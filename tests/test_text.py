@@ -234,3 +234,19 @@ def test_a_record_is_what_its_patterns_say(line: str) -> None:
     """The plain-text check in front of `_FIELD` hides no record."""
     fields, figures = text._FIELD.findall(line), text._FIGURE.findall(line)
     assert text.is_record(line) == (len(fields) >= 2 and len(figures) >= 3)
+
+
+def test_prose_leaves_out_tool_calls_wrappers_and_a_slash_commands_status_line() -> None:
+    """What was said: not a tool call's JSON input, nor a client's wrapper tags, nor the
+    status line it shows while a slash command runs (its name and arguments stay)."""
+    from ccm.engine.text import prose, unwrapped, without_calls
+
+    turn = (
+        "<command-message>review is running…</command-message>\n"
+        "<command-name>/review</command-name>\n<command-args>the parser</command-args>"
+    )
+    assert unwrapped(turn).split() == ["/review", "the", "parser"]
+    said = 'Reading it now.\n[tool_use] Read {"file_path": "/srv/app/parse.rs"}\nDone.'
+    assert without_calls(said).split() == ["Reading", "it", "now.", "Done."]
+    assert "file_path" not in prose(said) and "```" not in prose("see\n```\nx = 1\n```")
+    assert unwrapped("a < b and c > d") == "a < b and c > d"  # no tag, nothing taken

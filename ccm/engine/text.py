@@ -267,7 +267,9 @@ def terms(text: str) -> list[str]:
 
 _FENCE = patterns.compile(r"```.*?(?:```|\Z)", re.S)
 _TOOL_CALL = patterns.compile(r"^\[tool_use\][^\n]*$", re.M)
-_TAG = patterns.compile(r"</?[A-Za-z][\w-]*>")
+# a client's wrapper tags (``<command-name>``), and the status line a slash command shows
+# while it runs ("<command-message>orchestrator is running…</command-message>"), whole
+_WRAPPER = patterns.compile(r"<command-message>.*?</command-message>|</?[A-Za-z][\w-]*>", re.S)
 
 
 def prose(text: str) -> str:
@@ -276,11 +278,19 @@ def prose(text: str) -> str:
     conversation, not of the code and payloads it carries."""
     if "```" in text:
         text = _FENCE.sub(" ", text)
-    if "[tool_use]" in text:
-        text = _TOOL_CALL.sub(" ", text)
-    if "<" in text:
-        text = _TAG.sub(" ", text)
-    return text
+    return unwrapped(without_calls(text))
+
+
+def unwrapped(text: str) -> str:
+    """`text` without a client's wrapper tags and the status lines they carry
+    (`_WRAPPER`): "<command-name>/review</command-name>" is "/review"."""
+    return _WRAPPER.sub(" ", text) if "<" in text else text
+
+
+def without_calls(text: str) -> str:
+    """`text` without the tool calls it holds, each with its JSON input (a line
+    ``[tool_use] Name {...}``): what was said besides the payloads."""
+    return _TOOL_CALL.sub(" ", text) if "[tool_use]" in text else text
 
 
 # a line of a pasted record or listing: fields between dashes or bars, figures in them

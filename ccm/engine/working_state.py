@@ -13,7 +13,7 @@ from typing import Any
 
 from ccm import patterns
 from ccm.engine import conclusions
-from ccm.engine.text import sentences, terms
+from ccm.engine.text import sentences, terms, unwrapped
 
 # "next" says what comes next when it labels it ("Next:", "**Next (Monday)**:", "next
 # step", "next up"), not in "the next run" or in a name such as "Next.js"
@@ -26,9 +26,6 @@ NEXT = patterns.compile(
 LIMIT = 5
 
 
-TAG = patterns.compile(r"</?[A-Za-z][\w-]*>")
-
-
 REQUEST = patterns.compile(
     r"\?$|^(?:can|could|would|will|let'?s|please|how|what|why|should|we need|i need|i want|"
     r"make|add|write|fix|create|implement|update|remove|set up|next step)\b"
@@ -39,7 +36,7 @@ def _task(text: str, limit: int = 200) -> str:
     """The sentence that states the task (`_first_sentence`), after what the turn says
     before it when that fits in `limit` characters: "we have github actions but they
     only run the linter. I want: on merge, test and deploy" keeps its first part."""
-    found = [" ".join(s.split()) for s in sentences(TAG.sub(" ", text))]
+    found = [" ".join(s.split()) for s in sentences(unwrapped(text))]
     task = _first_sentence(text, limit)
     if task not in found:
         return task
@@ -52,7 +49,7 @@ def _task(text: str, limit: int = 200) -> str:
 def _substantive(text: str) -> bool:
     """Whether a user turn says something a task can be: a request or question, or a
     sentence of three content words or more (not "hm." or "thx!")."""
-    found = sentences(TAG.sub(" ", text))
+    found = sentences(unwrapped(text))
     return any(
         len(terms(s)) >= 3 or (REQUEST.search(s.lower()) and len(terms(s)) >= 2) for s in found
     )
@@ -110,7 +107,7 @@ def _as_file(name: str, recent: list[list[Any]]) -> bool:
 def _first_sentence(text: str, limit: int = 200) -> str:
     """The sentence that states the task: the first request or question, else the
     first sentence that says something (three content words or more)."""
-    found = sentences(TAG.sub(" ", text))
+    found = sentences(unwrapped(text))
     sentence = next(
         (s for s in found if REQUEST.search(s.lower()) and len(terms(s)) >= 2),
         next((s for s in found if len(terms(s)) >= 3), found[0] if found else text),

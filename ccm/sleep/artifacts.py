@@ -31,7 +31,7 @@ from typing import Any, TypedDict
 
 from ccm import patterns
 from ccm.engine.conclusions import CUE_WORDS, lead_sentences, plain
-from ccm.engine.text import terms
+from ccm.engine.text import terms, unwrapped
 from ccm.sleep import notes
 from ccm.sleep.graph import Conflict, Edge, Node, fingerprint, time_order
 from ccm.sleep.ladder import layer
@@ -297,13 +297,10 @@ def title(text: str) -> str:
     return heading[:1].upper() + heading[1:]
 
 
-_STATUS_TAG = patterns.compile(r"<command-message>.*?</command-message>|<[^<>\n]{1,40}>", re.S)
-
-
 def request_title(text: str) -> str:
     """A session named after what it was asked first: the request's first words that
     say what (a slash command's wrapper tags left out, its name and arguments kept)."""
-    return title(" ".join(_STATUS_TAG.sub(" ", text).split()))
+    return title(" ".join(unwrapped(text).split()))
 
 
 def _substance(words: Sequence[str]) -> int:
