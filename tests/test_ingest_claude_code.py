@@ -10,6 +10,7 @@ summary and unknown record types are skipped and counted.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -479,6 +480,11 @@ def test_topics_are_words_of_the_conversation_not_of_tool_payloads(
         words += [w for e in opened["efforts"] for w in e["keywords"]]
         assert words and all(any(c.isalnum() for c in w) for w in words), words
         assert not any(w.startswith(("n\u2502", "\u251c", "\u2514")) for w in words), words
+        # a segment's topic is named by words the session says, never by a stem
+        # ("execut"), even where the word is only in a turn its summary did not draw on
+        said = " ".join(e["content"] for e in raw_entries(ccm_home, session)).lower()
+        for word in (w for s in manifest["segments"] for w in s["topic"]):
+            assert re.search(rf"(?<!\w){re.escape(word.lower())}(?!\w)", said), word
 
 
 def test_a_subagents_brief_gives_its_critical_items(copy_fixture: Any, ccm_home: Path) -> None:

@@ -58,10 +58,11 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 125
+STATE_VERSION = 126
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
+SURFACE_CHARS = 4000  # what of a turn is read first for the words behind a topic's stems
 PATH_CHARS = 4000
 SEGMENT_TERMS = 40
 EFFORT_TERMS = 60
@@ -424,17 +425,27 @@ def central_turns(state: State, open_turns: list[list[Any]], top: list[str]) -> 
     return [item[2] for item in sorted(best, key=lambda item: item[1])]
 
 
-def _surface(open_turns: list[list[Any]], stems: list[str]) -> list[str]:
-    """Readable words for stems: the most frequent lowercase word behind each."""
-    wanted = set(stems)
+def _surface(central: list[list[Any]], stems: list[str], open_turns: list[list[Any]]) -> list[str]:
+    """Readable words for stems: the most frequent lowercase word behind each, in the
+    first `SURFACE_CHARS` of what the `central` turns said; a stem none of those hold is
+    looked for in the rest of what all the `open_turns` said, and then in their tools'
+    outputs (as far as their terms were read): a topic is named by a word, never by a
+    stem ("execut")."""
     seen: dict[str, Counter[str]] = {s: Counter() for s in stems}
-    for entry in open_turns:
-        if entry[1] == "tool":
-            continue
-        for word in words(entry[2][:4000].lower()):
-            term = term_of(word)
-            if term in wanted:
-                seen[term][word.strip("'-")] += 1
+
+    def read(texts: Iterable[str]) -> None:
+        wanted = {s for s in stems if not seen[s]}
+        for text in texts:
+            for word in words(text.lower()):
+                term = term_of(word)
+                if term in wanted:
+                    seen[term][word.strip("'-")] += 1
+
+    read(str(e[2])[:SURFACE_CHARS] for e in central if e[1] != "tool")
+    if not all(seen.values()):
+        read(prose(str(e[2])) for e in open_turns if e[1] != "tool")
+    if not all(seen.values()):
+        read(str(e[2])[:TOOL_TERM_CHARS] for e in open_turns if e[1] == "tool")
     return [top_terms(dict(seen[s]), 1)[0] if seen[s] else s for s in stems]
 
 
@@ -610,7 +621,7 @@ def segment_record(
         "tokens": sum(e[4] for e in open_turns),
         "cue": segment["cue"],
         "terms": {t: counts[t] for t in top},
-        "topic": _surface(central_turns(state, open_turns, top[:12]), top[:5]),
+        "topic": _surface(central_turns(state, open_turns, top[:12]), top[:5], open_turns),
         "summary": summarize(state, open_turns, conclusion, summary_tokens, top[:12]),
         "conclusion": conclusion,
         "status": segment_status(open_turns, conclusion),
