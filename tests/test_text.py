@@ -12,13 +12,15 @@ from ccm.engine import text
 from ccm.engine.critical import detect as critical_detect
 
 # the straightforward definition `paths` is an optimised form of: every maximal run of
-# characters that are neither white space nor a break character and hold a dot or a slash
+# characters that are neither white space nor a break character and hold a dot or a slash,
+# once each glob's part after a "*/" is taken out
 _TOKEN = re.compile(r"[^\s\"'`(),;{}\[\]<>=|*]*[/.][^\s\"'`(),;{}\[\]<>=|*]*")
+_GLOB = re.compile(r"\*/[^\s\"'`(),;{}\[\]<>=|]*")
 
 
 def reference_paths(source: str) -> list[str]:
     seen: dict[str, None] = {}
-    for match in _TOKEN.finditer(source):
+    for match in _TOKEN.finditer(_GLOB.sub("*", source)):
         token = match.group().rstrip(".:!?")
         if "/" in token:
             if "://" in token or not text._FILE_END.search(token):
@@ -33,6 +35,7 @@ PIECES = st.sampled_from(
     [
         *"ab/.-_ :!?\"'()=*\n\t\u00a0\u00e91",
         *["src/", ".py", "x.json", "http://", "/usr/lib/a.so", "README.md", "a-.py", "docs/"],
+        *["**/", "*.ts"],
     ]
 )
 
@@ -81,6 +84,9 @@ def test_paths_examples() -> None:
     )
     assert found == ["src/ccm/store.py", "tests/test_store.py", "README.md", "/etc/app.conf"]
     assert text.paths("no files here, version 1.2 only") == []
+    # a glob names no one file: not "/package.json" of "**/package.json"
+    glob = 'Glob {"path":"/srv/web","pattern":"**/package.json"} then **README.md**'
+    assert text.paths(glob) == ["README.md"]
 
 
 WEIGHTS = st.dictionaries(

@@ -77,6 +77,7 @@ _BREAK = patterns.compile(r"[\"'`(),;{}\[\]<>=|*]")
 _PATH_HINT = patterns.compile(rf"/[\w.-]*\w\.\w|[\w-]\.(?:{_EXTENSIONS})\b")
 _FILE_NAME = patterns.compile(rf"[\w-]+\.(?:{_EXTENSIONS})")
 _FILE_END = patterns.compile(r"/[\w.-]*\w\.\w{1,6}$")
+_GLOB_TAIL = patterns.compile(r"\*/[^\"'`(),;{}\[\]<>=|\s]*")  # a glob's part after a "*/"
 
 _LONE_SURROGATE = patterns.compile("[\ud800-\udfff]")
 
@@ -356,6 +357,8 @@ def paths(text: str) -> list[str]:
         return []
     seen: dict[str, None] = {}
     for chunk in [run for run in text.split() if "." in run]:  # runs of non-space, dotted
+        if "*/" in chunk:  # a glob ("**/package.json"): what follows its "*/" is no file
+            chunk = _GLOB_TAIL.sub("*", chunk)
         for piece in _BREAK.split(chunk) if _BREAK.search(chunk) else (chunk,):
             token = piece.rstrip(".:!?")
             if "/" in token:
