@@ -767,6 +767,25 @@ def test_a_topic_named_after_about_or_put_next_opens_a_topic(opening: str) -> No
 @pytest.mark.parametrize(
     "opening",
     [
+        "good, I'll ring Green Table in the morning about the 60 guests and the deposit. "
+        "different thing. the bus from the hotel for the 60 guests at 36 a head?",
+        "ok so Sam signs the Green Table contract for 60 guests on friday then. on another "
+        "note, what does a string quartet cost for 36 minutes?",
+        "fine, the 60 guests at 36 a head stays as it is. unrelated: can Gran's wheelchair "
+        "get into the Green Table barn?",
+    ],
+)
+def test_words_that_change_the_subject_open_a_topic_after_any_aside(opening: str) -> None:
+    """Written for this test: "different thing.", "on another note", "unrelated:" change
+    the subject after an aside of any length that closes the last one, though the turn
+    shares words with the caterer's answer."""
+    segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "Let me look.")])
+    assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
         "Music. Let's go with the DJ Sam's cousin knows, 350 for the evening and he brings "
         "his own lights.",
         "Photos. Decided: Maya does the day, 900 with the album, she's free on the 14th.",

@@ -102,6 +102,14 @@ RESUMED = patterns.compile(
     r"let'?s (?:do|look at|move on to|turn to|tackle|get to|switch to)\b(?! (?:it|that|this|so)\b))"
 )
 _ASIDE = patterns.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
+# the words that change the subject, said after an aside however long: "fine, I'll email
+# their events team tomorrow. different thing. timing.", "right. on a different note, ..."
+SWITCH = patterns.compile(
+    r"[.!?]\s+(?:(?:ok(?:ay)?|so|right|and|oh|also)[,.]? )*(?:(?:a |one )?(?:different|"
+    r"separate|unrelated|new|another|other) (?:thing|topic|subject|question|one)|unrelated|"
+    r"on (?:an?other|a different) note|changing the subject|change of (?:topic|subject))"
+    r"\s*[.:!,-]"
+)
 OPENER = patterns.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
     r"(?:good )?(?:morning|afternoon|evening)|hi|hey|wait|sorry|thanks|thx|btw|by the way|"
@@ -1126,6 +1134,7 @@ def _topic_score(
         (OPENER.match(head) and not (rules and OH_AND.match(head)))
         or (said is not None and said[1] == "user" and ANNOUNCED.search(said[2][-80:].lower()))
         or _opens_after_aside(head)
+        or SWITCH.search(head)
         or LETS_TALK.search(head[:160])
     ):
         score, cue = 2.0, "shift"
