@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ccm import derive
 from ccm.cli import main
 from ccm.config import from_mapping
-from ccm.engine.fold import Params, fold, new_state
+from ccm.engine.fold import SWITCH, Params, fold, new_state
 from ccm.engine.render import render
 from ccm.ingest.pipeline import ingest
 from ccm.store import Store
@@ -773,14 +773,19 @@ def test_a_topic_named_after_about_or_put_next_opens_a_topic(opening: str) -> No
         "note, what does a string quartet cost for 36 minutes?",
         "fine, the 60 guests at 36 a head stays as it is. unrelated: can Gran's wheelchair "
         "get into the Green Table barn?",
+        "while Sam reads the Green Table menu, different fire \U0001f525 the DJ cancelled "
+        "on us for the 60 guests",
+        "ugh. totally different thing, the Green Table deposit for 60 guests bounced",
     ],
 )
 def test_words_that_change_the_subject_open_a_topic_after_any_aside(opening: str) -> None:
-    """Written for this test: "different thing.", "on another note", "unrelated:" change
-    the subject after an aside of any length that closes the last one, though the turn
-    shares words with the caterer's answer."""
+    """Written for this test: "different thing.", "on another note", "unrelated:",
+    "different fire" change the subject after an aside of any length that closes the last
+    one, though the turn shares words with the caterer's answer; "the other one's" does
+    not."""
     segments = _segments_of([*WEDDING, ("user", opening), ("assistant", "Let me look.")])
     assert [s["raw_lines"][0] for s in segments] == [1, len(WEDDING) + 1]
+    assert not SWITCH.search("found two. one's £55. other one's £70, new felt.")
 
 
 @pytest.mark.parametrize(

@@ -103,12 +103,14 @@ RESUMED = patterns.compile(
 )
 _ASIDE = patterns.compile(r"[^.!?]*[.!?]+\s+")  # a sentence of the aside
 # the words that change the subject, said after an aside however long: "fine, I'll email
-# their events team tomorrow. different thing. timing.", "right. on a different note, ..."
+# their events team tomorrow. different thing. timing.", "right. on a different note, ...",
+# "while that bakes, different fire 🔥"
 SWITCH = patterns.compile(
-    r"[.!?]\s+(?:(?:ok(?:ay)?|so|right|and|oh|also)[,.]? )*(?:(?:a |one )?(?:different|"
-    r"separate|unrelated|new|another|other) (?:thing|topic|subject|question|one)|unrelated|"
+    r"(?:[.!?]\s+|^while [^.,:]{2,30}[,:]\s*)(?:(?:ok(?:ay)?|so|right|and|oh|also|ugh)[,.]? )*"
+    r"(?:(?:a |one )?(?:totally |completely )?(?:different|separate|unrelated|new|another|"
+    r"other) (?:thing|topic|subject|question|one|fire|matter|problem|issue|job)|unrelated|"
     r"on (?:an?other|a different) note|changing the subject|change of (?:topic|subject))"
-    r"\s*[.:!,-]"
+    r"\s*[^\w\s']"  # and a mark: "different fire 🔥", not "other one's £70"
 )
 OPENER = patterns.compile(
     r"^(?:(?:ok(?:ay)?|so|right|alright|hm+|anyway|oh|ah|and|also|good|great|nice|cool|back|"
