@@ -768,6 +768,17 @@ NOT_SETTLED = [
     "hm, I ran it on my own laptop with the flag off and it's perfectly smooth. solved",
     "on my machine the page is instant now, so the slow page is fixed",
     "fine. two swims a week, and burpees are dead to me.",
+    # "dead" that makes the next word stronger; money or photos lost, not a bug gone
+    "my sister says the campsite is dead quiet in june, so we could just turn up",
+    "ok. the €400 deposit is gone as far as the trip budget goes, I'll live",
+    "the scanned receipts are gone after the app update, every single one",
+    # when it is done, as a plan or a rule
+    "7:15 works, the backup job is done by 6:40 every morning",
+    "fine, as long as the migration is finished by friday",
+    # taken back, or the consequence of a case that may come
+    "bad news, the export hangs again on the big account. so much for sorted.",
+    "ugh, so much for done, the pdf is blank again",
+    "I'll ask Ravi on monday. if he can't, we drop the encore, ten minutes saved, problem solved",
     "the renewal is done online through the council portal, it takes ten minutes",
     # what a release will show, said ahead of it
     "once it's deployed, the log should show no more timeouts",

@@ -97,6 +97,11 @@ _WORD = r"[\w.+/#'&-]+"  # a word, a name ("R&P", "M&S"), a path
 _ANY_ONE = r"(?!(?:whoever|whatever|whichever|wherever|however)\b)"
 _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word or a figure: "£9", "2,500"
 # said as settled: "backups are properly done now", "certs are finally fixed"
+# "dead" as a word that makes the next one stronger ("dead quiet", "dead on arrival")
+_NOT_DEAD = (
+    r"(?! (?:quiet|easy|simple|cheap|serious|set|slow|busy|still|silent|calm|boring|keen|"
+    r"tired|certain|sure|right|wrong|on arrival|in the water)\b)"
+)
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
 _SURELY = rf"(?:{_CERTAINLY}\s+)?"
 # a thing kept, said alone as a turn opens (`OPENING_ONLY`): "8.5 stays.", "Bruges stays,
@@ -137,6 +142,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:fixed|sorted|solved)\b",
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
+            r"(?!much for\b)"  # (not "so much for sorted": taken back)
             r"(?:[a-z][\w-]*(?: [a-z][\w-]*){0,2}|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|"
             r"now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
@@ -210,9 +216,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:dead|gone)\b",
             r"\b(?:problem|issue|bug|mystery|crash loop|leak|panic|error|flake|race|crash|"
             r"deadlock|regression)s?(?:'s| is| are)? (?:gone|dead)\b",
-            # (not "clamshells are dead to me": done with, not fixed)
-            r"\b(?:is|are) " + _SURELY + r"dead\b(?! to (?:me|us|him|her|them)\b)|"
-            r"\b(?:is|are) " + _SURELY + r"gone\b|"
+            # (not "clamshells are dead to me": done with, not fixed; not "the roads are dead
+            # quiet": "dead" that makes a word stronger)
+            r"\b(?:is|are) " + _SURELY + r"dead\b(?! to (?:me|us|him|her|them)\b)" + _NOT_DEAD + "|"
+            # (not "£600 is gone as far as the budget goes", "the photos are gone after the
+            # update": a loss)
+            r"\b(?:is|are) " + _SURELY + r"gone\b(?! as far as\b| after\b)|"
             r"^(?:\w+ ){0,2}gone\b",
             # "ok THAT one's actually dead", "this one's finally gone"
             r"\b(?:that|this) one(?:'s| is) " + _SURELY + r"(?:dead|gone)\b",
@@ -885,7 +894,11 @@ QUESTION_START = _rx(
 )
 NEGATION_BEFORE = patterns.compile(
     r"\b(?:not|never|no longer|hardly|barely|if|unless|whether|until|once|when|almost|nearly|"
-    r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$"
+    r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$|"
+    # said to take it back: "it hangs again. so much for sorted."
+    r"\bso much(?: for)?\s+(?:\w+\s+){0,2}$|"
+    # the consequence of a case that may come: "if she says no we cut it, problem solved"
+    r"^\W*(?:(?:and|so|but|ok(?:ay)?)\W+)?(?:if|unless|in case)\b[^.!?]*$"
 )
 NEGATED_AFTER = patterns.compile(
     r"^\W*(?:not|nope|isn'?t|yet)\b|"
@@ -968,6 +981,9 @@ NOT_DONE = _rx(
     r"\b(?:once|when|if|until|till)\s+(?:it|this|that|the \w+)(?:'s| is| gets| has been) "
     r"(?:deployed|shipped|released|live)\b",
     r"\b(?:done|fixed|merged)\s*,?\s+(?:except|apart from|but|save for)\b",
+    # when it is done, as a rule or a plan: "the nightly run is done by 02:30"
+    r"\b(?:done|finished|merged|fixed) by (?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
+    r"tomorrow|tonight|noon|midday|midnight|lunch(?:time)?\b|(?:the )?end of|next\b|eod\b)",
     # a status of several things, some of them still open: "merged or open as described"
     r"\b(?:done|finished|fixed|merged|deployed) or (?:open|not|pending|in progress|in review)\b",
     r"\band (?:we'?re|we are|i'?m|it'?s) done\b",
