@@ -142,7 +142,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:fixed|sorted|solved)\b",
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
-            r"(?!much for\b)"  # (not "so much for sorted": taken back)
+            r"(?!(?:so )?much for\b)"  # (not "so much for sorted": taken back)
             r"(?:[a-z][\w-]*(?: [a-z][\w-]*){0,2}|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|"
             r"now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
