@@ -779,6 +779,9 @@ NOT_SETTLED = [
     "bad news, the export hangs again on the big account. so much for sorted.",
     "ugh, so much for done, the pdf is blank again",
     "I'll ask Ravi on monday. if he can't, we drop the encore, ten minutes saved, problem solved",
+    # a topic named with "then" and asked about: taken up, not chosen
+    "the van hire then. never hired one before. what do they check, what do I bring",
+    "ok, the seating plan then. who sits next to Gran?",
     "the renewal is done online through the council portal, it takes ten minutes",
     # what a release will show, said ahead of it
     "once it's deployed, the log should show no more timeouts",

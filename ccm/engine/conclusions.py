@@ -1104,6 +1104,24 @@ _FILLER_START = patterns.compile(
 )
 
 
+TAKEN_UP_WORDS = 5  # "the night baker then." names a topic in this many words at most
+_ASKS = patterns.compile(
+    r"\?\s*$|^(?:what|how|why|which|who|where|when|do|does|did|can|could|should|any)\b"
+)
+
+
+def _takes_up(parts: Sequence[str]) -> bool:
+    """Whether a turn opens by naming a topic with "then" and goes on to ask about it
+    ("the night baker then. never hired anyone for nights. what do I pay"): the topic is
+    taken up, not an option chosen."""
+    head = parts[0].rstrip(" .!")
+    return (
+        len(head.split()) <= TAKEN_UP_WORDS
+        and head.endswith(" then")
+        and any(_ASKS.search(part) for part in parts[1:])
+    )
+
+
 def _still_running(said: str) -> bool:
     """Whether the end of `said` (the assistant's turn before) says a check is still
     under way: a fix called then is called before its evidence is in."""
@@ -1533,6 +1551,8 @@ def detect(
                 continue
             if kind == "task" and specifics(sentence) < 2 and PAUSE.search(lower):
                 continue  # "that's it for today" with nothing else done
+            if kind == "decision" and index == 0 and _takes_up(parts):
+                continue  # "the night baker then. what do I pay?": a topic taken up
             said = _unmasked(own_words(originals, index), spans)
             article = "an" if role == "assistant" else "a"
             reason = f"{kind} cue '{match.group().strip()}' in {article} {role} turn"
