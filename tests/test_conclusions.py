@@ -521,6 +521,8 @@ OPTIONS = (
         ("bigger partition is not happening, you know why", None),
         ("protobuf? how big is the decoder", None),  # asked about
         ("hmm, I'm not sure about any of them yet. what does the shell cost us", None),
+        # a name said as the start of another word: "Drop the shell's" is no choice
+        ("ugh, the console. Drop the shell's only 9 KiB anyway", None),
     ],
 )
 def test_an_option_the_answer_laid_out_is_chosen_by_naming_it(
@@ -782,6 +784,10 @@ NOT_SETTLED = [
     # a topic named with "then" and asked about: taken up, not chosen
     "the van hire then. never hired one before. what do they check, what do I bring",
     "ok, the seating plan then. who sits next to Gran?",
+    "venues then. don't pick one for me, just list them with prices",
+    # a rule that nothing is settled yet; a date gone back to, not a choice
+    "I'll ask the bank on monday. nothing gets decided till the survey's back",
+    "the ledger goes back to March 2019, the old system has the rest",
     "the renewal is done online through the council portal, it takes ten minutes",
     # what a release will show, said ahead of it
     "once it's deployed, the log should show no more timeouts",

@@ -779,7 +779,15 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"timetable|rota|line-?up|offer|deal)\s*[.!]?$"
         ),
     ),
-    ("decision", ("back to",), _rx(r"\bback to (?:[\w.+-]+ )?[\w.+-]*\d")),
+    # (not a date gone back to: "the dashboards go back to January 2024")
+    (
+        "decision",
+        ("back to",),
+        _rx(
+            r"\bback to (?!(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|"
+            r"(?:19|20)\d\d\b)(?:[\w.+-]+ )?[\w.+-]*\d"
+        ),
+    ),
     ("decision", (" out",), _rx(rf"\b{_WORD}(?: back)? in,\s*{_WORD}(?: {_WORD}){{0,2}} out\b")),
     # a setting kept, as a consequence: "so versioning stays on"
     (
@@ -895,6 +903,8 @@ QUESTION_START = _rx(
 NEGATION_BEFORE = patterns.compile(
     r"\b(?:not|never|no longer|hardly|barely|if|unless|whether|until|once|when|almost|nearly|"
     r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$|"
+    # "nothing gets agreed on the phone": a rule that nothing is
+    r"\b(?:nothing|nobody|no one|none)\s+(?:\w+\s+){0,2}$|"
     # said to take it back: "it hangs again. so much for sorted."
     r"\bso much(?: for)?\s+(?:\w+\s+){0,2}$|"
     # the consequence of a case that may come: "if she says no we cut it, problem solved"
@@ -1106,14 +1116,16 @@ _FILLER_START = patterns.compile(
 
 TAKEN_UP_WORDS = 5  # "the night baker then." names a topic in this many words at most
 _ASKS = patterns.compile(
-    r"\?\s*$|^(?:what|how|why|which|who|where|when|do|does|did|can|could|should|any)\b"
+    r"\?\s*$|^(?:what|how|why|which|who|where|when|do|does|did|can|could|should|any)\b|"
+    # ... or asks for what to choose from: "options then. just list them"
+    r"(?:^|\b(?:just|please|pls)\s+)(?:list|show|tell|give|walk|compare|explain)\b"
 )
 
 
 def _takes_up(parts: Sequence[str]) -> bool:
     """Whether a turn opens by naming a topic with "then" and goes on to ask about it
-    ("the night baker then. never hired anyone for nights. what do I pay"): the topic is
-    taken up, not an option chosen."""
+    ("the night baker then. never hired anyone for nights. what do I pay", "options then.
+    don't decide for me, just list them"): the topic is taken up, not an option chosen."""
     head = parts[0].rstrip(" .!")
     return (
         len(head.split()) <= TAKEN_UP_WORDS
@@ -1228,6 +1240,8 @@ def option_chosen(sentence: str, answer: str) -> str | None:
         if (
             len(named.split()) >= 2
             and said.startswith(named)
+            and not said[len(named) : len(named) + 1].isalnum()  # a name whole, "the drive"
+            and said[len(named) : len(named) + 1] != "'"  # (not "the drive's too small")
             and not _NOT_CHOSEN.search(re.split(r"[,.;!]", said[len(named) :])[0])
         ):
             return _option(name, rest)
