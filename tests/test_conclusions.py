@@ -495,6 +495,9 @@ def test_the_recap_after_a_pause_concludes_nothing_new() -> None:
     paused = [("user", "right I'm wrecked, that'll do for tonight. night!")]
     assert detect(9, "assistant", recap, paused) is None
     assert detect(9, "assistant", recap, [("user", "ok, what's left?")]) is not None
+    # a goodnight that opens the turn, and one that closes it
+    for said in ("ok. bed. we're nearly there, just the gutters to ask Tom about", "thx, night!"):
+        assert detect(9, "assistant", recap, [("user", said)]) is None, said
 
 
 OPTIONS = (

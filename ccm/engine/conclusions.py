@@ -973,6 +973,17 @@ def roll_call(lower: str) -> bool:
 
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
 GOODNIGHT = patterns.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
+# a goodnight that opens a turn: "ok. bed. we're basically sorted now, ..."
+BEDTIME = patterns.compile(
+    r"^\W*(?:(?:ok(?:ay)?|right|anyway|right then|and)\W+)?(?:good ?night|night|nite|bed|"
+    r"off to bed|bedtime)\s*[.!,]"
+)
+
+
+def _stops(said: str) -> bool:
+    """Whether a user turn (lower-cased) stops for now: a pause ("that'll do for
+    tonight"), or a goodnight that opens or closes it ("ok. bed. ...", "... night!")."""
+    return bool(PAUSE.search(said) or BEDTIME.match(said) or GOODNIGHT.search(said[-40:]))
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
 TO_CHECK = patterns.compile(
     r"(?:(?:tomorrow|later|next|monday|first thing|to ?do)\s*:\s*)?(?:pls |please )?"
@@ -1504,7 +1515,7 @@ def detect(
         and not (confirming and CONFIRMATION.search(lower[:80]))
     ):
         return None
-    if role == "assistant" and last_role == "user" and PAUSE.search(before[-1][1].lower()):
+    if role == "assistant" and last_role == "user" and _stops(before[-1][1].lower()):
         return None  # the recap that answers "that'll do for tonight" settles nothing new
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)
