@@ -984,6 +984,8 @@ def _stops(said: str) -> bool:
     """Whether a user turn (lower-cased) stops for now: a pause ("that'll do for
     tonight"), or a goodnight that opens or closes it ("ok. bed. ...", "... night!")."""
     return bool(PAUSE.search(said) or BEDTIME.match(said) or GOODNIGHT.search(said[-40:]))
+
+
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"
 TO_CHECK = patterns.compile(
     r"(?:(?:tomorrow|later|next|monday|first thing|to ?do)\s*:\s*)?(?:pls |please )?"
