@@ -973,6 +973,7 @@ def roll_call(lower: str) -> bool:
 
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
 GOODNIGHT = patterns.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
+GOODNIGHT_CHARS = 60  # the end of a turn a goodnight is looked for in ("... night!")
 # a goodnight that opens a turn: "ok. bed. we're basically sorted now, ..."
 BEDTIME = patterns.compile(
     r"^\W*(?:(?:ok(?:ay)?|right|anyway|right then|and)\W+)?(?:good ?night|night|nite|bed|"
@@ -983,7 +984,9 @@ BEDTIME = patterns.compile(
 def _stops(said: str) -> bool:
     """Whether a user turn (lower-cased) stops for now: a pause ("that'll do for
     tonight"), or a goodnight that opens or closes it ("ok. bed. ...", "... night!")."""
-    return bool(PAUSE.search(said) or BEDTIME.match(said) or GOODNIGHT.search(said[-40:]))
+    return bool(
+        PAUSE.search(said) or BEDTIME.match(said) or GOODNIGHT.search(said[-GOODNIGHT_CHARS:])
+    )
 
 
 # a check still to make: "tomorrow: check the later runs were cheap and the job is really dead"

@@ -235,7 +235,6 @@ ACTS_ON_IT = patterns.compile(
     r"^(?:\W*\w+\W+)?that one'?s\b"
 )
 ACTS_WORDS = 6  # ... in its first words
-GOODNIGHT_CHARS = 60  # the end of a turn a goodnight is looked for in ("... night!")
 # "oh and ...": an aside, which opens a topic unless it lays down a rule ("oh and a rule for
 # myself: ...", "oh and before I forget: no single-sex schools"), one for the work at hand
 OH_AND = patterns.compile(r"^(?:\W*(?:ok(?:ay)?|so|right|also)\W+)*oh,? and\b")
@@ -1182,7 +1181,7 @@ def _topic_score(
     if (
         SIGN_OFF.match(head)
         or conclusions.PAUSE.search(head)
-        or conclusions.GOODNIGHT.search(text[-GOODNIGHT_CHARS:].lower())
+        or conclusions.GOODNIGHT.search(text[-conclusions.GOODNIGHT_CHARS :].lower())
     ):
         # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
         # listed: no topic taken up (the next one starts when the work does)
