@@ -193,8 +193,14 @@ RULES = [
     "and that part is not up for discussion: the invoices stay in euros.",
     # a wish with a figure to meet
     "we want the shop to clear about £2,000 a month once the loan is paid.",
+    # what every commit or pull request needs, as a convention of the work
+    "oh and commit messages need the ticket number first, like OPS-88.",
+    "every pull request needs a line in the changelog, Marta reads them.",
 ]
 NOT_RULES = [
+    # what this branch or commit needs is a step of the work at hand
+    "the branch needs a rebase onto main before you push it again.",
+    "this commit needs a test for the empty case, then push.",
     # "ever" after a past or a question: no rule
     "we never got a reply from them, ever",
     "did anyone ever call back, ever?",

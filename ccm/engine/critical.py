@@ -285,6 +285,17 @@ CUES: tuple[Cue, ...] = (
         r"\b(?:has|have|needs?) to\b",
         requires=(" to ",),
     ),
+    # what a commit, a pull request or a branch needs, as a convention of the work: "oh and
+    # commit msgs need the jira key up front", "every PR needs a changelog fragment"
+    _cue(
+        "deontic",
+        "need needs",
+        # (of every one: "the branch needs a rebase" is a step of the work at hand)
+        r"\b(?:(?:every|each|any) (?:commit|pr|pull request|branch|tag|changeset)(?: [\w'-]+){0,3}"
+        r" needs|(?:all )?(?:commits|commit (?:msgs|messages)|prs|pr (?:titles|descriptions)|"
+        r"pull requests|branches|branch names|tags|changesets)(?: [\w'-]+){0,3} need) "
+        r"(?!to\b)(?:an? |the |its |their )?[\w#-]",
+    ),
     # not an offer or a question: "shall I", "shall we", "I'll just rebuild it, shall I"
     _cue("deontic", "shall", r"\bshall\b(?! (?:i|we)\b)"),
     _cue(
