@@ -173,6 +173,35 @@ def test_a_failure_reported_again_takes_back_a_premature_fix() -> None:
     assert first["status"] == "open" and first["conclusion"]["retracted_by"] == 7
 
 
+def test_a_failure_of_the_fix_at_hand_leaves_an_earlier_fix_alone() -> None:
+    """Written for this test: the sync fix is confirmed and a new topic (the export)
+    gets a fix of its own; "that didn't fix the export sync" takes back the export's fix,
+    which the open segment holds, not the confirmed sync fix before it, though the two
+    share words."""
+
+    def turn(number: int, role: str, text: str) -> dict[str, Any]:
+        return {"turn": number, "role": role, "content": text, "ts": None}
+
+    turns = [
+        turn(1, "user", "the sync job keeps timing out on the big tenant"),
+        turn(2, "assistant", "Raised the sync batch timeout to 300 s and retried."),
+        turn(3, "user", "the big tenant synced. that's the sync fixed, commit it"),
+        turn(4, "assistant", "Committed the sync fix."),
+        turn(5, "user", "next: the billing export. it drops the VAT column"),
+        turn(6, "assistant", "Fixed: the billing export now writes the VAT column, tests pass."),
+        turn(
+            7,
+            "user",
+            "nope, the export still has no VAT column, that didn't fix it. revert the commit",
+        ),
+    ]
+    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
+    first, second = result.manifest["segments"]
+    assert first["raw_lines"] == [1, 4]
+    assert first["status"] == "concluded" and "retracted_by" not in first["conclusion"]
+    assert second["status"] == "open"  # the export's fix, which the failure is of
+
+
 def test_patterns_mark_rules_for_a_model_not_care_between_people() -> None:
     def turn(number: int, role: str, text: str, **meta: str) -> dict[str, Any]:
         return {"turn": number, "role": role, "content": text, "ts": None, "meta": meta}

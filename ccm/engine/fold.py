@@ -785,6 +785,9 @@ def _retract(state: State, turn: int, turn_terms: list[str], opened: bool = Fals
     ("next fire. every webhook fails"): then only one on the fix's subject does."""
     mine = set(turn_terms)
     segments = state["segments"]
+    current = state["current"]
+    if current and any(e[5] and e[5]["kind"] in conclusions.DONE for e in current["open"]):
+        return  # the fix the failure takes back is the one at hand (`segment_status`)
     for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_SEGMENTS), -1):
         segment = segments[index]
         found = segment["conclusion"]
