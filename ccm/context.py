@@ -302,9 +302,8 @@ _NAME = patterns.compile(
 )
 
 
-# a markdown heading or bold label, whose capitals are title case, not names ("**Task
-# Decomposition**:", "## Error Handling")
-_LABELS = patterns.compile(r"^#{1,6} [^\n]*|\*\*[^*\n]{1,80}\*\*", re.M)
+# a markdown heading, whose capitals are title case, not names ("## Error Handling")
+_LABELS = patterns.compile(r"^#{1,6} [^\n]*", re.M)
 # the abbreviations of prose, which `_SPECIFIC` reads as identifiers ("e.g", "i.e")
 _ABBREVIATIONS = frozenset(["e.g", "i.e", "etc", "cf", "vs", "viz", "n.b", "p.s", "a.k.a"])
 
@@ -314,8 +313,9 @@ def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) ->
     context does not show yet, as one line within `room` tokens: the specifics of the
     work at hand, which a summary loses first. A term counts once per turn that says it
     (a tool's output half), the latest turns most, and those of the open segment (from
-    turn `first`) `HAND_WEIGHT` times as much; one that only a tool's output holds
-    (a file of a listing) is not named: the user or the assistant never spoke of it."""
+    turn `first`) `HAND_WEIGHT` times as much; one that only a tool's output or a system
+    turn holds (a file of a listing, a heading of a slash command's prompt) is not named:
+    the user or the assistant never spoke of it."""
     if room <= 0 or not recent:
         return ""
     weight: dict[str, float] = {}
@@ -327,7 +327,7 @@ def _specifics(recent: list[list[Any]], first: int, shown: _Shown, room: int) ->
         terms = _specific_terms(text if entry[1] == "tool" else without_calls(text))
         for term in terms:
             weight[term] = weight.get(term, 0.0) + value
-        if entry[1] != "tool":
+        if entry[1] in ("user", "assistant"):  # (not a slash command's prompt, a system turn)
             said |= terms
     line = "Specifics:"
     for term in sorted(weight, key=lambda t: (-weight[t], t)):
@@ -357,7 +357,7 @@ class _Shown:
 def _specific_terms(text: str) -> frozenset[str]:
     """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`)."""
     found = {m.group().strip(".,:") for m in _SPECIFIC.finditer(text)}
-    found |= set(_NAME.findall(_LABELS.sub(" ", text) if "**" in text or "#" in text else text))
+    found |= set(_NAME.findall(_LABELS.sub(" ", text) if "#" in text else text))
     return frozenset(
         t
         for t in found

@@ -951,29 +951,28 @@ def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
     assert not _specific_terms("# Notes\n## Plan")
 
 
-def test_specifics_are_not_read_from_labels_abbreviations_or_tool_inputs() -> None:
-    """A slash command's prompt is headed and labelled in title case ("**Task
-    Decomposition**:", "## Error Handling"): those capitals are no names, nor is "e.g"
-    an identifier, nor are the keys and escaped line breaks of a tool call's JSON input
-    ("subagent_type", "\\nUse") anything the conversation spoke of."""
+def test_specifics_are_not_read_from_headings_abbreviations_prompts_or_tool_inputs() -> None:
+    """A heading is in title case ("## Error Handling"): its capitals are no names, nor
+    is "e.g" an identifier; a slash command's prompt (a system turn, "**Task
+    Decomposition**: ...") and the keys and escaped line breaks of a tool call's JSON
+    input ("subagent_type", "\\nUse") are nothing the conversation spoke of."""
     from ccm.context import Block, _Shown, _specific_terms, _specifics
 
-    found = _specific_terms(
-        "## Error Handling\n- **Task Decomposition**: split it (e.g. by file), ask Priya Nair."
-    )
+    found = _specific_terms("## Error Handling\n- split it (e.g. by file), ask Priya Nair.")
     assert "Priya Nair" in found
-    assert not {"Handling", "Error Handling", "Decomposition", "e.g"} & found
+    assert not {"Handling", "Error Handling", "e.g"} & found
+    prompt = [2, "system", "## Steps\n1. **Task Decomposition**: into 3-5 subtasks."]
     call = (
         'On it.\n[tool_use] Task {"subagent_type":"general-purpose","prompt":"Scan.\\nUse '
         'the 150-200 word limit"}'
     )
-    recent = [[1, "user", "Bump it to v2.4.1 please."], [2, "assistant", call]]
+    recent = [[1, "user", "Bump it to v2.4.1 please."], prompt, [3, "assistant", call]]
     nothing = _Shown(Block("critical", "Critical"), [])
     line = _specifics(recent, 1, nothing, 40)
     assert "v2.4.1" in line
-    assert not {"subagent_type", "general-purpose", "nUse", "150-200"} & set(
-        line.removeprefix("Specifics: ").split(", ")
-    )
+    named = set(line.removeprefix("Specifics: ").split(", "))
+    assert not {"subagent_type", "general-purpose", "nUse", "150-200", "3-5"} & named
+    assert not {"Decomposition", "Task Decomposition"} & named
 
 
 def test_specifics_name_a_camel_case_name_that_starts_in_lower_case() -> None:
