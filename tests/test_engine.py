@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ccm import derive
 from ccm.cli import main
 from ccm.config import from_mapping
+from ccm.engine import working_state
 from ccm.engine.fold import SWITCH, Params, fold, new_state
 from ccm.engine.render import render
 from ccm.ingest.pipeline import ingest
@@ -104,6 +105,13 @@ def test_working_state_reads_files_and_todos(tmp_path: Path) -> None:
     # a slash command is the task, not the status line its client shows while it runs
     # ("<command-message>init is analyzing your codebase…</command-message>")
     assert state["current_task"] == "/init"
+    # ... with its arguments (written for this test)
+    asked = (
+        "<command-message>review is running…</command-message>\n"
+        "<command-name>/review</command-name>\n"
+        "<command-args>check the parser module for panics</command-args>"
+    )
+    assert working_state._task(asked) == "/review check the parser module for panics"
     todo = tiers(
         imported(tmp_path / "b", FIXTURES / "claude-code" / "todowrite_examples.jsonl").root,
         "todowrite_session",

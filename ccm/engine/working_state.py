@@ -32,6 +32,9 @@ REQUEST = patterns.compile(
 )
 
 
+_COMMAND = patterns.compile(r"/[a-z][\w:-]*$")  # a slash command's name, on its own
+
+
 def _task(text: str, limit: int = 200) -> str:
     """The sentence that states the task (`_first_sentence`), after what the turn says
     before it when that fits in `limit` characters: "we have github actions but they
@@ -43,7 +46,8 @@ def _task(text: str, limit: int = 200) -> str:
     before = found[: found.index(task)]
     while before and len(" ".join([*before, task])) > limit:
         before.pop(0)
-    return " ".join([*(s for s in before if len(terms(s)) >= 2), task])
+    # (a slash command's name stays with its arguments: "/review the parser")
+    return " ".join([*(s for s in before if len(terms(s)) >= 2 or _COMMAND.match(s)), task])
 
 
 def _substantive(text: str) -> bool:
