@@ -397,10 +397,13 @@ def rebuild(
     if as_json:
         _emit_json(results)
         return
+    from ccm.engine.text import counted
+
     for item in results:
         changed = ", ".join(item["written"]) or "unchanged"
         click.echo(
-            f"{item['session']}: {item['turns']} turns, {item['segments']} segments, "
+            f"{item['session']}: {counted(item['turns'], 'turn')}, "
+            f"{counted(item['segments'], 'segment')}, "
             f"{item['open_efforts']} open efforts ({changed}); index {item['index']}"
             + (f"; {item['embedded']} turns embedded" if "embedded" in item else "")
         )

@@ -33,7 +33,7 @@ from typing import Any
 
 from ccm import derive, patterns, tokens
 from ccm.engine.critical import core
-from ccm.engine.text import without_calls
+from ccm.engine.text import counted, without_calls
 from ccm.errors import UsageError
 from ccm.index import (
     TOOL_CHARS,
@@ -371,7 +371,8 @@ def _manifest_lines(
     segments = manifest["segments"]
     active = working.get("active", [])
     lines = [
-        f"Session {manifest['session']}: {manifest['turns']} turns, {len(segments)} segments, "
+        f"Session {manifest['session']}: {counted(manifest['turns'], 'turn')}, "
+        f"{counted(len(segments), 'segment')}, "
         f"{manifest['tokens']} tokens. Working context {len(active)}/{working['capacity']} efforts.",
     ]
     if active:

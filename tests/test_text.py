@@ -256,3 +256,9 @@ def test_prose_leaves_out_tool_calls_wrappers_and_a_slash_commands_status_line()
     assert without_calls(said).split() == ["Reading", "it", "now.", "Done."]
     assert "file_path" not in prose(said) and "```" not in prose("see\n```\nx = 1\n```")
     assert unwrapped("a < b and c > d") == "a < b and c > d"  # no tag, nothing taken
+
+
+def test_a_count_of_one_takes_the_singular() -> None:
+    from ccm.engine.text import counted
+
+    assert [counted(n, "segment") for n in (0, 1, 2)] == ["0 segments", "1 segment", "2 segments"]

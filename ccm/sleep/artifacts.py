@@ -31,7 +31,7 @@ from typing import Any, TypedDict
 
 from ccm import patterns
 from ccm.engine.conclusions import CUE_WORDS, lead_sentences, plain
-from ccm.engine.text import terms, unwrapped
+from ccm.engine.text import counted, terms, unwrapped
 from ccm.sleep import notes
 from ccm.sleep.graph import Conflict, Edge, Node, fingerprint, time_order
 from ccm.sleep.ladder import layer
@@ -648,8 +648,9 @@ def session_note(
     lines = [
         f"# {notes.inline(heading)}",
         "",
-        f"Session `{session}`: {record['turns']} turns from {_when(record['first_ts'] or '')} "
-        f"to {_when(record['last_ts'] or '')}; {len(record['segments'])} segments, "
+        f"Session `{session}`: {counted(record['turns'], 'turn')} from "
+        f"{_when(record['first_ts'] or '')} to {_when(record['last_ts'] or '')}; "
+        f"{counted(len(record['segments']), 'segment')}, "
         f"{concluded} concluded.",
         "",
     ]
