@@ -542,6 +542,22 @@ def test_an_option_the_answer_laid_out_is_chosen_by_naming_it(
         assert chosen in found.text and found.turn == 7
 
 
+def test_an_option_named_first_and_decided_after_is_the_one_the_statement_says() -> None:
+    """Written for this test: the answer lays out two options in bold; the user names
+    the second by a shortened name in the turn's first sentence and decides in a later
+    one: the statement says the option named, not the answer's first."""
+    laid = (
+        "assistant",
+        "Both work:\n"
+        "- **Kubernetes CronJob**: one manifest, the cluster retries it.\n"
+        "- **Temporal workflow**: durable timers and a history of every run.",
+    )
+    said = "tempo. the retries need a history, I've been burned twice. decided, set it up tomorrow"
+    found = detect(7, "user", said, [laid])
+    assert found is not None and found.kind == "decision"
+    assert "Temporal workflow" in found.text and "CronJob" not in found.text
+
+
 def test_an_option_laid_out_by_label_is_chosen_after_a_question_about_it() -> None:
     """Options labelled "**Option A**:" may be chosen a question later: "option B!! ..."
     after the answer to "do we tell the guests?". (Written for this test.)"""

@@ -1231,6 +1231,7 @@ OPTION_NAME_WORDS = 3  # ... said alone when it has this many words (else with w
 OPTION_CHARS = 160  # ... else its first sentence, cut to this
 LABELS_BACK = 4  # the turns back in which options laid out by label may be chosen
 CHOSEN_WORDS = 5  # a choice named alone: "So CBOR.", "Roll them back."
+SHORTENED = 4  # letters an option's first word is named by at least ("noda", "NodaTime")
 
 
 def option_chosen(sentence: str, answer: str) -> str | None:
@@ -1265,8 +1266,12 @@ def option_chosen(sentence: str, answer: str) -> str | None:
         return None
     firsts = [name.lower().split()[0].strip(",.:;") for name, _ in options]
     named = words[0].strip(",.:;")
-    if firsts.count(named) != 1:  # none, or more than one, start with it
-        return None
+    if firsts.count(named) != 1:  # none, or more than one, start with it: then the one
+        # whose first word it shortens ("noda" for "NodaTime"), if only one
+        short = [i for i, first in enumerate(firsts) if first.startswith(named)]
+        if len(named) < SHORTENED or len(short) != 1:
+            return None
+        return _option(*options[short[0]])
     return _option(*options[firsts.index(named)])
 
 
@@ -1408,10 +1413,14 @@ def _settling(sentence: str) -> str:
     return cleaned
 
 
-def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> str:
+def statement(
+    said: str, before: Sequence[tuple[str, str]], kind: str = "", opening: Sequence[str] = ()
+) -> str:
     """The conclusion as a reusable statement: what the turn says, led by what it
     accepts (the latest assistant turn before it) when it accepts an answer or a
-    finding ("that answers it", "confirmed", "decided") or says little itself."""
+    finding ("that answers it", "confirmed", "decided") or says little itself. Of an
+    answer that laid out options, what is accepted is the one the turn names, in what
+    it said or in its `opening` sentences ("noda. ... decided, wire it in tomorrow")."""
     rich = specifics(said) >= RICH
     accepting = kind in ("answer", "confirmation") or (
         not rich and bool(ACCEPTS.search(said.lower()))
@@ -1421,7 +1430,10 @@ def statement(said: str, before: Sequence[tuple[str, str]], kind: str = "") -> s
     accepted = next((t for role, t in reversed(before) if role == "assistant"), None)
     # of an answer that laid out options, the one the turn names ("ok, protobuf then")
     named = (
-        next(filter(None, (option_chosen(s, accepted) for s in sentences(said)[:3])), None)
+        next(
+            filter(None, (option_chosen(s, accepted) for s in [*sentences(said)[:3], *opening])),
+            None,
+        )
         if accepted and "**" in accepted
         else None
     )
@@ -1588,7 +1600,18 @@ def detect(
             reason = f"{kind} cue '{match.group().strip()}' in {article} {role} turn"
             confidence = round(CONFIDENCE[kind] * factor, 3)
             found = Conclusion(
-                statement(said, before, kind), turn, kind, confidence, reason, role, said
+                statement(
+                    said,
+                    before,
+                    kind,
+                    [_unmasked(o, spans) for o in originals[: min(index, OPENING_SENTENCES)]],
+                ),
+                turn,
+                kind,
+                confidence,
+                reason,
+                role,
+                said,
             )
             if kind in ("task", "rejection") and done is None:
                 # a fix the turn goes on to verify is what it concludes: "signed it back
