@@ -109,6 +109,11 @@ def test_slugs_come_from_the_conclusions_words(text: str, expected: str) -> None
             "2 weeks to Friday: the lease review, the deposit and the keys",
             "2 weeks to Friday: the lease review",
         ),
+        # a clause of a word and a figure is cut at no sooner than three words of substance
+        (
+            "Studio: at £9 an hour, six classes cost £54 a week, about £2,000 a term.",
+            "Studio: at £9 an hour, six classes cost £54",
+        ),
         # a statement that opens on the dash before the evidence: not the title's first mark
         (
             "\u2014 **The release notes**: go out with the tag, never before it.",

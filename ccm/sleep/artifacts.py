@@ -288,7 +288,9 @@ def title(text: str) -> str:
     chosen = chosen[:TITLE_WORDS]
     # end at the last clause boundary that keeps enough substance
     for end in range(len(chosen), 2, -1):
-        if chosen[end - 1].endswith((",", ":", ";")) and _substance(chosen[:end]) >= 3:
+        # (three words of substance, a figure aside: "Library: at £8 an hour," names too
+        # little alone)
+        if chosen[end - 1].endswith((",", ":", ";")) and _substance(chosen[:end], False) >= 3:
             chosen = chosen[:end]
             break
     while len(chosen) > 3 and chosen[-1].lower().strip(",:;.-") in _DANGLING:
@@ -303,11 +305,14 @@ def request_title(text: str) -> str:
     return title(" ".join(unwrapped(text).split()))
 
 
-def _substance(words: Sequence[str]) -> int:
-    """Words that say what (not stop words, not the words that only conclude)."""
+def _substance(words: Sequence[str], figures: bool = True) -> int:
+    """Words that say what (not stop words, not the words that only conclude), and with
+    `figures`, one more for the figures among them."""
     found = {
         t for t in terms(" ".join(words)) if t not in CUE_WORDS and not any(c.isdigit() for c in t)
     }
+    if not figures:
+        return len(found)
     # figures say what as one word does ("24.6 x 5.1 = 125.5 m²" alone names nothing), and
     # a lone digit not even that ("3 days to Monday")
     return len(found) + min(1, sum(1 for w in words if len(w) > 1 and any(c.isdigit() for c in w)))
