@@ -198,6 +198,9 @@ RULES = [
     "every pull request needs a line in the changelog, Marta reads them.",
 ]
 NOT_RULES = [
+    # a daydream: what the user might do if something happens, then how that would be
+    "honestly if the shop takes off we might move to the coast. four days a week, no "
+    "emails after six, no weekend markets",
     # what this branch or commit needs is a step of the work at hand
     "the branch needs a rebase onto main before you push it again.",
     "this commit needs a test for the empty case, then push.",

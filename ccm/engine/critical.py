@@ -1305,6 +1305,9 @@ def _led(lead: list[str]) -> str:
 _STRONG = ("flag", "deontic", "order", "bound", "prefer", "replace")
 
 
+_WHAT_IF = patterns.compile(r"\bif\b[^.!?]{0,60}\b(?:i|we) (?:might|could)\b")
+
+
 def rule_score(sentence: str) -> tuple[float, str | None]:
     """How strongly `sentence` states a rule (`THRESHOLD` or more is one), and its
     strongest cue (None if none). The kinds of cue are tried strongest first, and only
@@ -1385,6 +1388,10 @@ def detect(
         parts = sentences(unit)
         scored = [_brief_score(s) if spec else rule_score(s) for s in parts]
         rules = [i for i, (score, _) in enumerate(scored) if score >= THRESHOLD]
+        # a rule said inside a daydream ("if this takes off i might just quit teaching.
+        # 35 quid x 30 hours, no marking, no ofsted") lays nothing down
+        if rules and _WHAT_IF.search(parts[rules[0] - 1].lower() if rules[0] else ""):
+            rules = rules[1:]
         if under_heading and not rules and len(terms(unit)) >= 2:
             # a bullet under "ground rules:" is a rule whatever its wording
             if not any(QUESTION.search(s.lower()) for s in parts):
