@@ -163,48 +163,40 @@ def test_a_later_conclusion_of_an_effort_supersedes_the_earlier_one() -> None:
 
 
 def test_a_failure_reported_again_takes_back_a_premature_fix() -> None:
-    def turn(number: int, role: str, text: str) -> dict[str, Any]:
-        return {"turn": number, "role": role, "content": text, "ts": None}
-
-    turns = [
-        turn(1, "user", "the sync job keeps timing out on the big tenant"),
-        turn(2, "assistant", "Raised the batch timeout to 300 s and retried."),
-        turn(3, "user", "FIXED, the big tenant synced. lunch"),
-        turn(4, "assistant", "Enjoy."),
-        turn(5, "user", "next: the billing export. can you add the VAT column?"),
-        turn(6, "assistant", "Added the VAT column to the billing export."),
-        turn(7, "user", "hm, the sync job is timing out again on the big tenant"),
-    ]
-    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
-    first = result.manifest["segments"][0]
+    first = _segments_of(
+        [
+            ("user", "the sync job keeps timing out on the big tenant"),
+            ("assistant", "Raised the batch timeout to 300 s and retried."),
+            ("user", "FIXED, the big tenant synced. lunch"),
+            ("assistant", "Enjoy."),
+            ("user", "next: the billing export. can you add the VAT column?"),
+            ("assistant", "Added the VAT column to the billing export."),
+            ("user", "hm, the sync job is timing out again on the big tenant"),
+        ]
+    )[0]
     assert first["raw_lines"] == [1, 4]
     assert first["status"] == "open" and first["conclusion"]["retracted_by"] == 7
 
 
 def test_a_failure_of_the_fix_at_hand_leaves_an_earlier_fix_alone() -> None:
     """Written for this test: the sync fix is confirmed and a new topic (the export)
-    gets a fix of its own; "that didn't fix the export sync" takes back the export's fix,
-    which the open segment holds, not the confirmed sync fix before it, though the two
-    share words."""
-
-    def turn(number: int, role: str, text: str) -> dict[str, Any]:
-        return {"turn": number, "role": role, "content": text, "ts": None}
-
-    turns = [
-        turn(1, "user", "the sync job keeps timing out on the big tenant"),
-        turn(2, "assistant", "Raised the sync batch timeout to 300 s and retried."),
-        turn(3, "user", "the big tenant synced. that's the sync fixed, commit it"),
-        turn(4, "assistant", "Committed the sync fix."),
-        turn(5, "user", "next: the billing export. it drops the VAT column"),
-        turn(6, "assistant", "Fixed: the billing export now writes the VAT column, tests pass."),
-        turn(
-            7,
-            "user",
-            "nope, the export still has no VAT column, that didn't fix it. revert the commit",
-        ),
-    ]
-    result = render(fold(new_state("s"), turns, Params()), [], from_mapping({}))
-    first, second = result.manifest["segments"]
+    gets a fix of its own; "that didn't fix it" takes back the export's fix, which the
+    open segment holds, not the confirmed sync fix before it, though the two share
+    words."""
+    first, second = _segments_of(
+        [
+            ("user", "the sync job keeps timing out on the big tenant"),
+            ("assistant", "Raised the sync batch timeout to 300 s and retried."),
+            ("user", "the big tenant synced. that's the sync fixed, commit it"),
+            ("assistant", "Committed the sync fix."),
+            ("user", "next: the billing export. it drops the VAT column"),
+            ("assistant", "Fixed: the billing export now writes the VAT column, tests pass."),
+            (
+                "user",
+                "nope, the export still has no VAT column, that didn't fix it. revert the commit",
+            ),
+        ]
+    )
     assert first["raw_lines"] == [1, 4]
     assert first["status"] == "concluded" and "retracted_by" not in first["conclusion"]
     assert second["status"] == "open"  # the export's fix, which the failure is of
