@@ -298,7 +298,12 @@ _SPECIFIC = patterns.compile(
 # ("Fox & Hounds", "Linda's Book Club"); a figure ends it ("Ryzen 7" is "Ryzen")
 _NAME = patterns.compile(
     r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
-    r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b"
+    r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b|"
+    # ... or a name of several words that opens a sentence ("Two Lads came back at £410"),
+    # whole: not its last word alone
+    r"(?:^|(?<=[.!?:\n] ))(?!(?:The|A|An|So|And|But|Or|If|When|Our|My|Your|Their|We|I|It|"
+    r"This|That|Then|Now|Ok|Okay|Yes|No|Hi|Hey|Thanks|Good|Great|Right|Well)\b)"
+    r"[A-Z][a-z]+(?:'s)?(?: (?:&|of|and) [A-Z][a-z]+| [A-Z][a-z]+)+\b"
 )
 
 

@@ -994,6 +994,9 @@ def test_specifics_keep_a_name_of_several_words_whole() -> None:
     )
     assert {"Fox & Hounds", "Linda's Book Club", "Mr Okafor"} <= found
     assert "Fox" not in found and "Hounds" not in found
+    # ... also when it opens a sentence: not its last word alone
+    found = _specific_terms("Green Valley Movers came back at £380. The van is fine.")
+    assert "Green Valley Movers" in found and "Movers" not in found and "The" not in found
 
 
 def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
