@@ -198,6 +198,9 @@ RULES = [
     "every pull request needs a line in the changelog, Marta reads them.",
 ]
 NOT_RULES = [
+    # a wish or a worry, not an order: "don't want ..."
+    "I don't want to find out from the on-call pager at 3am",
+    "don't want them to give the puppy to another family before we visit",
     # a daydream: what the user might do if something happens, then how that would be
     "honestly if the shop takes off we might move to the coast. four days a week, no "
     "emails after six, no weekend markets",

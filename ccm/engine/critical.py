@@ -575,7 +575,14 @@ CUES: tuple[Cue, ...] = (
         requires=_NUMBERS,
     ),
     # a prohibition or a standing order at the opening of a clause
-    _cue("order", "don't dont do", r"\b(?:don'?t|do not)\b", _OPENS, ("don", "do not")),
+    # (not "I don't want to find out on black friday": a wish or a worry, weighed as one)
+    _cue(
+        "order",
+        "don't dont do",
+        r"\b(?:don'?t|do not)\b(?! (?:want|wanna)\b)",
+        _OPENS,
+        ("don", "do not"),
+    ),
     _cue("order", "never always", r"\b(?:never|always)\b" + _NOT_NEVER, _OPENS_STRICT),
     _cue(
         "order",
