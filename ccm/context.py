@@ -308,7 +308,7 @@ _NAME = patterns.compile(
 
 
 # a markdown heading, whose capitals are title case, not names ("## Error Handling")
-_LABELS = patterns.compile(r"^#{1,6} [^\n]*", re.M)
+_HEADINGS = patterns.compile(r"^#{1,6} [^\n]*", re.M)
 # the abbreviations of prose, which `_SPECIFIC` reads as identifiers ("e.g", "i.e")
 _ABBREVIATIONS = frozenset(["e.g", "i.e", "etc", "cf", "vs", "viz", "n.b", "p.s", "a.k.a"])
 
@@ -362,7 +362,7 @@ class _Shown:
 def _specific_terms(text: str) -> frozenset[str]:
     """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`)."""
     found = {m.group().strip(".,:") for m in _SPECIFIC.finditer(text)}
-    found |= set(_NAME.findall(_LABELS.sub(" ", text) if "#" in text else text))
+    found |= set(_NAME.findall(_HEADINGS.sub(" ", text) if "#" in text else text))
     return frozenset(
         t
         for t in found
