@@ -974,18 +974,23 @@ def roll_call(lower: str) -> bool:
 # thanks said as a goodnight, not a yes to what was proposed: "perfect, thank you. night x"
 GOODNIGHT = patterns.compile(r"[.!,]\s*(?:good ?)?(?:night(?: night)?|nite|bye|bed)\W*(?:x+\W*)?$")
 GOODNIGHT_CHARS = 60  # the end of a turn a goodnight is looked for in ("... night!")
-# a goodnight that opens a turn: "ok. bed. we're basically sorted now, ..."
-BEDTIME = patterns.compile(
-    r"^\W*(?:(?:ok(?:ay)?|right|anyway|right then|and)\W+)?(?:good ?night|night|nite|bed|"
-    r"off to bed|bedtime)\s*[.!,]"
+# a sign-off that opens a turn ("ok. bed. we're basically sorted now, ...", "night!"):
+# what follows it is what is left for next time, not a topic taken up
+SIGN_OFF = patterns.compile(
+    r"^\W*(?:(?:ok(?:ay)?|right|anyway|right then|and)[,.]?\s+)?(?:bed|bedtime|night|nite|"
+    r"good ?night|night night|off to bed|going to bed|i'?m off)\b\s*[.!,]"
 )
+STOP_HEAD = 200  # the start of a turn a pause is looked for in ("that's it for today, ...")
 
 
-def _stops(said: str) -> bool:
-    """Whether a user turn (lower-cased) stops for now: a pause ("that'll do for
-    tonight"), or a goodnight that opens or closes it ("ok. bed. ...", "... night!")."""
+def stops(text: str) -> bool:
+    """Whether a user turn stops for now: it opens with a pause or a sign-off ("that'll
+    do for tonight", "ok. bed. ..."), or closes with a goodnight ("... night!")."""
+    lower = text.lstrip().lower()
     return bool(
-        PAUSE.search(said) or BEDTIME.match(said) or GOODNIGHT.search(said[-GOODNIGHT_CHARS:])
+        SIGN_OFF.match(lower)
+        or PAUSE.search(lower[:STOP_HEAD])
+        or GOODNIGHT.search(lower[-GOODNIGHT_CHARS:])
     )
 
 
@@ -1532,7 +1537,7 @@ def detect(
         and not (confirming and CONFIRMATION.search(lower[:80]))
     ):
         return None
-    if role == "assistant" and last_role == "user" and _stops(before[-1][1].lower()):
+    if role == "assistant" and last_role == "user" and stops(before[-1][1]):
         return None  # the recap that answers "that'll do for tonight" settles nothing new
     factor = 1.0 if role == "user" else ASSISTANT_FACTOR
     originals = sentences(spoken)

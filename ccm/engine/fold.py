@@ -207,11 +207,6 @@ LETS_TALK = patterns.compile(
     r"(?:[.!?:;,\u2014]\s+|\s-\s|\bso\s+)let'?s (?:talk|do|look at|turn to|move on to|get to) "
     r"(?:about )?(?:the )?[\w' -]{2,30}(?:[:.!]|$)"
 )
-# a sign-off: what follows it is what is left for next time, not a topic taken up
-SIGN_OFF = patterns.compile(
-    r"^(?:ok(?:ay)?[,.]?\s+|right[,.]?\s+)?(?:bed|bedtime|night|goodnight|night night|off to bed|"
-    r"going to bed|i'?m off)\b\s*[.!,]"
-)
 AGAIN = patterns.compile(r"\b(?:again|back)\b")
 # a reply to what the assistant just asked
 REPLY = patterns.compile(r"^(?:yes|yep|yeah|no|nope|nah|right|correct|exactly|sure)\b")
@@ -1181,11 +1176,7 @@ def _topic_score(
         score -= 1.0
     if cue != "shift" and ACTS_ON_IT.search(" ".join(head.split()[:ACTS_WORDS])):
         score -= 1.0  # it acts on what was just said: "do it.", "ok keep it. but ..."
-    if (
-        SIGN_OFF.match(head)
-        or conclusions.PAUSE.search(head)
-        or conclusions.GOODNIGHT.search(text[-conclusions.GOODNIGHT_CHARS :].lower())
-    ):
+    if conclusions.stops(text):
         # a stop ("that's it for today, brain is mush"), and what is left for tomorrow,
         # listed: no topic taken up (the next one starts when the work does)
         score -= 2.0
