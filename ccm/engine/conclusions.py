@@ -142,7 +142,6 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"\bthat(?:'?s| is) (?:the |our |my )?[\w-]+(?: [\w-]+)?"
             r"(?: (?:properly|finally|really|well and truly|officially))? (?:fixed|sorted|solved)\b",
             r"(?:^|[,.;:!]\s+|\b(?:and|so|ok|okay|good|great|nice)\s+)(?:the |my |our )?"
-            r"(?!(?:so )?much for\b)"  # (not "so much for sorted": taken back)
             r"(?:[a-z][\w-]*(?: [a-z][\w-]*){0,2}|that'?s|it'?s) sorted(?=\s*(?:[,.;!\u2014-]|$|then|"
             r"now|for real|"
             r"\w*\s*[\U0001f389\u2705\u2714]))",
@@ -905,8 +904,6 @@ NEGATION_BEFORE = patterns.compile(
     r"half|isn'?t|aren'?t|wasn'?t)\s+(?:\w+\s+){0,3}$|n't\s+(?:\w+\s+){0,2}$|"
     # "nothing gets agreed on the phone": a rule that nothing is
     r"\b(?:nothing|nobody|no one|none)\s+(?:\w+\s+){0,2}$|"
-    # said to take it back: "it hangs again. so much for sorted."
-    r"\bso much(?: for)?\s+(?:\w+\s+){0,2}$|"
     # the consequence of a case that may come: "if she says no we cut it, problem solved"
     r"^\W*(?:(?:and|so|but|ok(?:ay)?)\W+)?(?:if|unless|in case)\b[^.!?]*$"
 )
@@ -1198,9 +1195,16 @@ def _is_question(sentence: str, cue_end: int) -> bool:
     return bool(QUESTION_START.match(sentence))
 
 
+TAKEN_BACK = "so much for"  # said of a conclusion to take it back ("so much for sorted")
+
+
 def _negated(sentence: str, cue_start: int, cue_end: int) -> bool:
-    return bool(NEGATION_BEFORE.search(sentence[:cue_start])) or bool(
-        NEGATED_AFTER.match(sentence[cue_end:])
+    """Whether a cue is negated, supposed or taken back where it stands: "not fixed",
+    "if it's merged", "so much for sorted" (the cue read may begin with those words)."""
+    return (
+        bool(NEGATION_BEFORE.search(sentence[:cue_start]))
+        or bool(NEGATED_AFTER.match(sentence[cue_end:]))
+        or TAKEN_BACK in sentence[max(0, cue_start - len(TAKEN_BACK) - 1) : cue_end]
     )
 
 

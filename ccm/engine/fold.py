@@ -1390,7 +1390,7 @@ def step(
         del state["said"][:-SAID_KEPT]
     if reading.denied:
         _denied(state, number, reading.denied)
-    if role == "user" and "so much for" in lower:
+    if role == "user" and conclusions.TAKEN_BACK in lower:
         _taken_back(state, number, lower)
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
