@@ -97,13 +97,13 @@ _WORD = r"[\w.+/#'&-]+"  # a word, a name ("R&P", "M&S"), a path
 _ANY_ONE = r"(?!(?:whoever|whatever|whichever|wherever|however)\b)"
 _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word or a figure: "£9", "2,500"
 # said as settled: "backups are properly done now", "certs are finally fixed"
+_CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
+_SURELY = rf"(?:{_CERTAINLY}\s+)?"
 # "dead" as a word that makes the next one stronger ("dead quiet", "dead on arrival")
 _NOT_DEAD = (
     r"(?! (?:quiet|easy|simple|cheap|serious|set|slow|busy|still|silent|calm|boring|keen|"
     r"tired|certain|sure|right|wrong|on arrival|in the water)\b)"
 )
-_CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
-_SURELY = rf"(?:{_CERTAINLY}\s+)?"
 # a thing kept, said alone as a turn opens (`OPENING_ONLY`): "8.5 stays.", "Bruges stays,
 # they'd mutiny" (not "... and the hob. oven stays")
 _KEPT = _rx(
@@ -1240,6 +1240,7 @@ OPTION_NAME_WORDS = 3  # ... said alone when it has this many words (else with w
 OPTION_CHARS = 160  # ... else its first sentence, cut to this
 LABELS_BACK = 4  # the turns back in which options laid out by label may be chosen
 CHOSEN_WORDS = 5  # a choice named alone: "So CBOR.", "Roll them back."
+_WORD_GOES_ON = patterns.compile(r"[\w']")  # a word, or its "'s", goes on here
 SHORTENED = 4  # letters an option's first word is named by at least ("noda", "NodaTime")
 
 
@@ -1266,8 +1267,8 @@ def option_chosen(sentence: str, answer: str) -> str | None:
         if (
             len(named.split()) >= 2
             and said.startswith(named)
-            and not said[len(named) : len(named) + 1].isalnum()  # a name whole, "the drive"
-            and said[len(named) : len(named) + 1] != "'"  # (not "the drive's too small")
+            # a name whole: "the drive", not "the drive's too small"
+            and not _WORD_GOES_ON.match(said, len(named))
             and not _NOT_CHOSEN.search(re.split(r"[,.;!]", said[len(named) :])[0])
         ):
             return _option(name, rest)

@@ -288,15 +288,15 @@ def unwrapped(text: str) -> str:
     return _WRAPPER.sub(" ", text) if "<" in text else text
 
 
-def counted(count: int, noun: str) -> str:
-    """A count with its noun, in the singular for one: "1 segment", "3 segments"."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def without_calls(text: str) -> str:
     """`text` without the tool calls it holds, each with its JSON input (a line
     ``[tool_use] Name {...}``): what was said besides the payloads."""
     return _TOOL_CALL.sub(" ", text) if "[tool_use]" in text else text
+
+
+def counted(count: int, noun: str) -> str:
+    """A count with its noun, in the singular for one: "1 segment", "3 segments"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 # a line of a pasted record or listing: fields between dashes or bars, figures in them
