@@ -1397,8 +1397,7 @@ def detect(
         rules = [i for i, (score, _) in enumerate(scored) if score >= THRESHOLD]
         # a rule said inside a daydream ("if this takes off i might just quit teaching.
         # 35 quid x 30 hours, no marking, no ofsted") lays nothing down
-        if rules and _WHAT_IF.search(parts[rules[0] - 1].lower() if rules[0] else ""):
-            rules = rules[1:]
+        rules = [i for i in rules if not (i and _WHAT_IF.search(parts[i - 1].lower()))]
         if under_heading and not rules and len(terms(unit)) >= 2:
             # a bullet under "ground rules:" is a rule whatever its wording
             if not any(QUESTION.search(s.lower()) for s in parts):
