@@ -1923,6 +1923,44 @@ STOP = frozenset(
         "down",
         "out",
     ]
+) | frozenset(
+    # what a question asks with, not about: its quantifiers and adverbs ("how many miles
+    # has it really done?"), what is left of a contraction ("didn't": "didn"), and the
+    # words that frame it ("what kind of", "what did we end up", "what was the first")
+    [
+        "many",
+        "much",
+        "really",
+        "actually",
+        "finally",
+        "exactly",
+        "ever",
+        "just",
+        "still",
+        "even",
+        "already",
+        "also",
+        "very",
+        "recently",
+        "kind",
+        "type",
+        "sort",
+        "first",
+        "end",
+        "didn",
+        "don",
+        "doesn",
+        "isn",
+        "wasn",
+        "aren",
+        "weren",
+        "hasn",
+        "haven",
+        "hadn",
+        "wouldn",
+        "couldn",
+        "shouldn",
+    ]
 )
 
 

@@ -756,6 +756,56 @@ def test_a_fact_said_two_turns_after_the_question_comes_before_the_chatter(
     assert all(tart < n for n in chatter)
 
 
+def test_what_a_question_asks_with_is_no_word_to_match() -> None:
+    from ccm.index import query_words
+
+    assert query_words("How many miles has the van really done?") == ["miles", "van", "done"]
+    assert query_words("Why didn't we end up keeping the first quote?") == ["keeping", "quote"]
+    assert query_words("What kind of kiln did they actually order?") == ["kiln", "order"]
+
+
+def test_a_turn_full_of_the_question_s_filler_words_does_not_outrank_its_answer(
+    tmp_path: Path,
+) -> None:
+    from ccm.index import Index
+
+    texts = [
+        ("Ann", "I really, really like that van. So many options though, really so many."),
+        ("Bo", "It is a lovely colour."),
+        ("Ann", "Found the MOT history: the van is on 84,210 miles, not 62k."),
+        ("Bo", "Ouch, that is a lot more than the advert said."),
+        *[
+            ("Ann" if n % 2 else "Bo", f"Chat {n} about the weather and the garden.")
+            for n in range(12)
+        ],
+    ]
+    sample = {
+        "sample_id": "van",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": who, "dia_id": f"D1:{n + 1}", "text": text}
+                for n, (who, text) in enumerate(texts)
+            ],
+        },
+    }
+    source = tmp_path / "van.json"
+    source.write_text(json.dumps([sample]))
+    store = Store(tmp_path / "root")
+    ingest(store, [source], session="van")
+    with Index(store) as index:
+        index.update("van")
+        hits = [
+            h
+            for h in index.recall("How many miles has the van really done?", "van")
+            if h.kind == "pair"
+        ]
+    assert "84,210 miles" in hits[0].text
+    assert not {"many", "really"} & set(hits[0].matched)
+
+
 def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -> None:
     store = _two_people(tmp_path)
     context = assemble(store, "ann-bo", 1200, "When did Ann and Bo go hiking?")
