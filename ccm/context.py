@@ -279,16 +279,21 @@ def _state_lines(working: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 # a unit after a figure, which a figure is remembered with ("2 km", "45 cm", "430-490 g")
-_UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|mins|minutes|h|hours|days|weeks|months|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh|A)(?=[\s.,;:)]|$)"
+_UNIT = r"(?<=\d) ?(?:g|kg|mg|km|m|cm|mm|ml|l|s|ms|min|mins|minutes|h|hours|days|weeks|months|K|kB|KB|MB|GB|TB|pt|px|W|kW|kWh|A|mA|V|mV|Hz|kHz|MHz|GHz|miles|mph|lb|lbs|oz|ft)(?=[\s.,;:)]|$)"
 _SPECIFIC = patterns.compile(
     r"(?<![\w/.-])(?:"
-    r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|"
-    r"November|December)\b|"  # a date
-    r"[\u00a3$\u20ac]?/?[^\W_]+(?:(?:::|[-_./:]|(?<=\d),(?=\d))[^\W_]+)+/?(?:"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:January|February|March|April|May|June|July|August|September|"
+    r"October|November|December)\b|"  # a date, day first or month first ("Jun 11")
+    r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?\b|"
+    r"[\u00a3$\u20ac]?/?_*[^\W_]+(?:(?:::|[-_./:=]|(?<=\d),(?=\d))[^\W_]+)+/?(?:%|"
     + _UNIT
-    + r")?|"  # an identifier,
-    # a path, a figure (with its unit: "430-490 g")
-    r"#\d+|"  # an issue or a pull request ("#148")
+    + r")?|"  # an identifier, a setting ("TimeoutStartSec=8h"), a path, a figure (with
+    # its unit: "430-490 g", "0.38%")
+    # a name or a part of a document with its number ("Flutter 3.19", "ADR 0007", "clause
+    # 14.3", "revision 24")
+    r"(?:[A-Z][\w-]*|(?:clause|section|condition|article|paragraph|revision|version|rule|step|"
+    r"phase|chapter|page|item|table|appendix|part)) \d+(?:\.\d+)*(?![\w%])|"
+    r"#\d+|#[a-z][\w-]*[a-z0-9]|"  # an issue or a pull request ("#148"), a channel ("#ci-noise")
     r"[\u00a3$\u20ac]?[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit (a price)
     r"[A-Z][a-z]+[A-Z]\w*|[a-z]+[A-Z][a-z]\w*|[A-Z]{2,}\w*"  # CamelCase, camelCase, CAPITALS
     r")(?![\w/-])"
@@ -297,8 +302,8 @@ _SPECIFIC = patterns.compile(
 # and the capitalised words that go on with it: a name of several words is one term
 # ("Fox & Hounds", "Linda's Book Club"); a figure ends it ("Ryzen 7" is "Ryzen")
 _NAME = patterns.compile(
-    r"(?<=[a-z,;] )(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
-    r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+| [A-Z]{2,}\b)*\b|"
+    r"(?:(?<=[a-z,;] )|(?<=\())(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
+    r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+(?:'s)?| [A-Z]{2,}\b)*\b|"
     # ... or a name of several words that opens a sentence ("Two Lads came back at £410"),
     # whole: not its last word alone
     r"(?:^|(?<=[.!?:\n] ))(?!(?:The|A|An|So|And|But|Or|If|When|Our|My|Your|Their|We|I|It|"

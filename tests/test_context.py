@@ -1001,6 +1001,39 @@ def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
     assert not _specific_terms("# Notes\n## Plan")
 
 
+def test_specifics_keep_a_setting_a_share_a_channel_and_a_numbered_part_whole() -> None:
+    """A setting is named with its value ("TimeoutStartSec=8h"), a share with its "%",
+    a reading with its unit ("9.63 mA", "1.9 miles"), a chat channel with its "#", a
+    private name with its underscore, a date month first ("Jun 11") or with its ordinal
+    ("14th November"), a name said in brackets or ending in "'s" whole, and a part of a
+    document or a release with its number ("clause 14.3", "Flutter 3.19")."""
+    from ccm.context import _specific_terms
+
+    found = _specific_terms(
+        "Set TimeoutStartSec=8h; 0.38% of requests failed at 9.63 mA over 1.9 miles. "
+        "Warn in #ci-noise, keep _dbt_max_partition. The cert ends Jun 11, the lease on "
+        "14th November. The hall (Quarto Oliveira has a shower) and then Linda's Book "
+        "Club. See clause 14.3 and ADR 0007, on Flutter 3.19."
+    )
+    assert {
+        "TimeoutStartSec=8h",
+        "0.38%",
+        "9.63 mA",
+        "1.9 miles",
+        "#ci-noise",
+        "_dbt_max_partition",
+        "Jun 11",
+        "14th November",
+        "Quarto Oliveira",
+        "Linda's Book Club",
+        "clause 14.3",
+        "ADR 0007",
+        "Flutter 3.19",
+    } <= found
+    # a heading is no channel, a count of things no numbered part
+    assert not _specific_terms("# Notes") and "took 2" not in _specific_terms("we took 2 of them")
+
+
 def test_specifics_are_not_read_from_headings_abbreviations_prompts_or_tool_inputs() -> None:
     """A heading is in title case ("## Error Handling"): its capitals are no names, nor
     is "e.g" an identifier; a slash command's prompt (a system turn, "**Task
