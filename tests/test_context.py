@@ -1001,6 +1001,19 @@ def test_specifics_keep_an_issue_number_and_a_duration_as_written() -> None:
     assert not _specific_terms("# Notes\n## Plan")
 
 
+def test_the_specific_said_last_comes_before_one_said_twice_long_before() -> None:
+    """The work at hand is what the latest turns speak of: a figure said once in the
+    newest turn is named before one said twice at the start of what is kept."""
+    from ccm.context import Block, _Shown, _specifics
+
+    recent = [[n, "user", f"Chat {n} about lunch."] for n in range(1, 11)]
+    recent[0][2] = recent[1][2] = "The old run was run-0312b."
+    recent[9][2] = "Now look at run-0419c."
+    nothing = _Shown(Block("critical", "Critical"), [])
+    line = _specifics(recent, 1, nothing, 200)
+    assert line.index("run-0419c") < line.index("run-0312b")
+
+
 def test_specifics_keep_a_setting_a_share_a_channel_and_a_numbered_part_whole() -> None:
     """A setting is named with its value ("TimeoutStartSec=8h"), a share with its "%",
     a reading with its unit ("9.63 mA", "1.9 miles"), a chat channel with its "#", a
