@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field

@@ -1098,23 +1098,24 @@ def test_specifics_keep_a_name_of_several_words_whole() -> None:
 def test_the_specifics_of_the_topic_at_hand_come_first() -> None:
     from ccm.context import Block, _Shown, _specifics
 
-    # turns 1-3 on the earlier topic name its branch three times; the open segment,
-    # from turn 4, names its figure twice: the topic at hand weighs more
+    # turns 1-4 on the earlier topic name its branch four times; the open segment,
+    # from turn 5, names its figure twice: the topic at hand weighs more
     recent = [
         [1, "user", "Rebase feat/cli-args on main."],
         [2, "assistant", "Rebased feat/cli-args."],
         [3, "user", "Push feat/cli-args."],
-        [4, "user", "The nightly says 671.2 ms."],
-        [5, "assistant", "671.2 ms is the regression."],
+        [4, "assistant", "Pushed feat/cli-args."],
+        [5, "user", "The nightly says 671.2 ms."],
+        [6, "assistant", "671.2 ms is the regression."],
     ]
     nothing = _Shown(Block("critical", "Critical"), [])
-    first = _specifics(recent, 4, nothing, 8)
+    first = _specifics(recent, 5, nothing, 8)
     assert first.startswith("Specifics: 671.2")
     # with no open segment, the branch said most wins
     assert _specifics(recent, 10**9, nothing, 8).startswith("Specifics: feat/cli-args")
     # a file only a tool's listing holds was never spoken of
-    listing = [*recent, [6, "tool", "$ ls\nconfig-array.js config-ops.js 671.2"]]
-    line = _specifics(listing, 4, nothing, 40)
+    listing = [*recent, [7, "tool", "$ ls\nconfig-array.js config-ops.js 671.2"]]
+    line = _specifics(listing, 5, nothing, 40)
     assert "671.2" in line and "feat/cli-args" in line and "config-" not in line
 
 
