@@ -294,9 +294,11 @@ _SPECIFIC = patterns.compile(
     # its unit: "430-490 g", "0.38%")
     # a name or a part of a document with its number ("Flutter 3.19", "ADR 0007", "clause
     # 14.3", "revision 24")
-    r"(?:[A-Z][\w-]*|(?:clause|section|condition|article|paragraph|revision|version|rule|step|"
+    r"(?:[A-Z][\w-]+|(?:clause|section|condition|article|paragraph|revision|version|rule|step|"
     r"phase|chapter|page|item|table|appendix|part)) \d+(?:\.\d+)*(?![\w%])|"
-    r"#\d+|#[a-z][\w-]*[a-z0-9]|"  # an issue or a pull request ("#148"), a channel ("#ci-noise")
+    # an issue or a pull request ("#148"), a channel ("#ci-noise"; not a C directive)
+    r"#\d+|#(?!(?:include|define|undef|if|ifdef|ifndef|else|elif|endif|pragma|import)\b)"
+    r"[a-z][\w-]*[a-z0-9]|"
     r"[\u00a3$\u20ac]?[^\W\d_]*\d[^\W_]*(?:%|" + _UNIT + r")?|"  # a word with a digit (a price)
     r"[A-Z][a-z]+[A-Z]\w*|[a-z]+[A-Z][a-z]\w*|[A-Z]{2,}\w*"  # CamelCase, camelCase, CAPITALS
     r")(?![\w/-])"

@@ -1043,8 +1043,9 @@ def test_specifics_keep_a_setting_a_share_a_channel_and_a_numbered_part_whole() 
         "ADR 0007",
         "Flutter 3.19",
     } <= found
-    # a heading is no channel, a count of things no numbered part
+    # a heading or a C directive is no channel, a count of things no numbered part
     assert not _specific_terms("# Notes") and "took 2" not in _specific_terms("we took 2 of them")
+    assert not {"#include", "#define"} & _specific_terms("#include <stdio.h>\n#define N 4")
 
 
 def test_specifics_are_not_read_from_headings_abbreviations_prompts_or_tool_inputs() -> None:
