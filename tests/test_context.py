@@ -713,43 +713,57 @@ def test_the_turns_next_to_a_hit_come_with_it(tmp_path: Path) -> None:
     assert all(answer.score > h.score for h in garden)
 
 
-def test_a_fact_said_two_turns_after_the_question_comes_before_the_chatter(
-    tmp_path: Path,
-) -> None:
-    from ccm.index import Index
-
-    texts = [
-        ("Ann", "Morning! The garden is full of weeds again."),
-        ("Bo", "Mine too. What will you bake for the village fair, Ann?"),
-        ("Ann", "Oh, I have been practising all month."),
-        ("Ann", "A lemon tart with thyme from my garden."),
-        ("Bo", "Sounds lovely."),
-        *[
-            ("Ann" if n % 2 else "Bo", f"Chat {n} about the weather and the weeds.")
-            for n in range(12)
-        ],
+def _one_day(tmp_path: Path, session: str, texts: list[tuple[str, str]], chat: str) -> Store:
+    """A LoCoMo-shaped day of Ann and Bo: `texts`, then a dozen turns of chatter about
+    the weather and `chat`, imported as `session`."""
+    chatter = [
+        ("Ann" if n % 2 else "Bo", f"Chat {n} about the weather and {chat}.") for n in range(12)
     ]
     sample = {
-        "sample_id": "fair",
+        "sample_id": session,
         "conversation": {
             "speaker_a": "Ann",
             "speaker_b": "Bo",
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": who, "dia_id": f"D1:{n + 1}", "text": text}
-                for n, (who, text) in enumerate(texts)
+                for n, (who, text) in enumerate([*texts, *chatter])
             ],
         },
     }
-    source = tmp_path / "fair.json"
+    source = tmp_path / f"{session}.json"
     source.write_text(json.dumps([sample]))
     store = Store(tmp_path / "root")
-    ingest(store, [source], session="fair")
+    ingest(store, [source], session=session)
+    return store
+
+
+def _recalled_pairs(store: Store, session: str, question: str) -> list[Any]:
+    """The exchanges `Index.recall` finds for `question` in `session`, best first."""
+    from ccm.index import Index
+
     with Index(store) as index:
-        index.update("fair")
-        hits = [
-            h for h in index.recall("What did Ann bake for the fair?", "fair") if h.kind == "pair"
-        ]
+        index.update(session)
+        return [h for h in index.recall(question, session) if h.kind == "pair"]
+
+
+def test_a_fact_said_two_turns_after_the_question_comes_before_the_chatter(
+    tmp_path: Path,
+) -> None:
+
+    store = _one_day(
+        tmp_path,
+        "fair",
+        [
+            ("Ann", "Morning! The garden is full of weeds again."),
+            ("Bo", "Mine too. What will you bake for the village fair, Ann?"),
+            ("Ann", "Oh, I have been practising all month."),
+            ("Ann", "A lemon tart with thyme from my garden."),
+            ("Bo", "Sounds lovely."),
+        ],
+        "the weeds",
+    )
+    hits = _recalled_pairs(store, "fair", "What did Ann bake for the fair?")
     tart = next(n for n, h in enumerate(hits) if "lemon tart" in h.text)
     assert "next to a hit" in hits[tart].why and "bake" not in hits[tart].text
     chatter = [n for n, h in enumerate(hits) if "Chat " in h.text and "tart" not in h.text]
@@ -767,41 +781,19 @@ def test_what_a_question_asks_with_is_no_word_to_match() -> None:
 def test_a_turn_full_of_the_question_s_filler_words_does_not_outrank_its_answer(
     tmp_path: Path,
 ) -> None:
-    from ccm.index import Index
 
-    texts = [
-        ("Ann", "I really, really like that van. So many options though, really so many."),
-        ("Bo", "It is a lovely colour."),
-        ("Ann", "Found the MOT history: the van is on 84,210 miles, not 62k."),
-        ("Bo", "Ouch, that is a lot more than the advert said."),
-        *[
-            ("Ann" if n % 2 else "Bo", f"Chat {n} about the weather and the garden.")
-            for n in range(12)
+    store = _one_day(
+        tmp_path,
+        "van",
+        [
+            ("Ann", "I really, really like that van. So many options though, really so many."),
+            ("Bo", "It is a lovely colour."),
+            ("Ann", "Found the MOT history: the van is on 84,210 miles, not 62k."),
+            ("Bo", "Ouch, that is a lot more than the advert said."),
         ],
-    ]
-    sample = {
-        "sample_id": "van",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": who, "dia_id": f"D1:{n + 1}", "text": text}
-                for n, (who, text) in enumerate(texts)
-            ],
-        },
-    }
-    source = tmp_path / "van.json"
-    source.write_text(json.dumps([sample]))
-    store = Store(tmp_path / "root")
-    ingest(store, [source], session="van")
-    with Index(store) as index:
-        index.update("van")
-        hits = [
-            h
-            for h in index.recall("How many miles has the van really done?", "van")
-            if h.kind == "pair"
-        ]
+        "the garden",
+    )
+    hits = _recalled_pairs(store, "van", "How many miles has the van really done?")
     assert "84,210 miles" in hits[0].text
     assert not {"many", "really"} & set(hits[0].matched)
 
