@@ -750,7 +750,6 @@ def _recalled_pairs(store: Store, session: str, question: str) -> list[Any]:
 def test_a_fact_said_two_turns_after_the_question_comes_before_the_chatter(
     tmp_path: Path,
 ) -> None:
-
     store = _one_day(
         tmp_path,
         "fair",
@@ -781,7 +780,6 @@ def test_what_a_question_asks_with_is_no_word_to_match() -> None:
 def test_a_turn_full_of_the_question_s_filler_words_does_not_outrank_its_answer(
     tmp_path: Path,
 ) -> None:
-
     store = _one_day(
         tmp_path,
         "van",
