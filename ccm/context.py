@@ -294,7 +294,9 @@ _SPECIFIC = patterns.compile(
     # its unit: "430-490 g", "0.38%")
     # a name or a part of a document with its number ("Flutter 3.19", "ADR 0007", "clause
     # 14.3", "revision 24")
-    r"(?:[A-Z][\w-]+|(?:clause|section|condition|article|paragraph|revision|version|rule|step|"
+    r"(?:(?!(?:On|At|In|By|For|From|To|Since|Until|Till|Before|After|About|Around|Under|"
+    r"Over|Only|Just|And|But|Or|So|If|When|Then|Now|The|An|All|Every|Each|Some|Top)\b)"
+    r"[A-Z][\w-]+|(?:clause|section|condition|article|paragraph|revision|version|rule|step|"
     r"phase|chapter|page|item|table|appendix|part)) \d+(?:\.\d+)*(?![\w%])|"
     # an issue or a pull request ("#148"), a channel ("#ci-noise"; not a C directive)
     r"#\d+|#(?!(?:include|define|undef|if|ifdef|ifndef|else|elif|endif|pragma|import)\b)"
@@ -305,7 +307,7 @@ _SPECIFIC = patterns.compile(
 )
 # a capitalised word inside a sentence, with the title it is said with ("Mr Okafor"),
 # and the capitalised words that go on with it: a name of several words is one term
-# ("Fox & Hounds", "Linda's Book Club"); a figure ends it ("Ryzen 7" is "Ryzen")
+# ("Fox & Hounds", "Linda's Book Club"); a figure ends it (`_SPECIFIC` names "Ryzen 7")
 _NAME = patterns.compile(
     r"(?:(?<=[a-z,;] )|(?<=\())(?:(?:Mr|Mrs|Ms|Dr|Prof)\.? )?[A-Z][a-z]{2,}(?:'s)?"
     r"(?: (?:&|of|and|the|de|da|van) [A-Z][a-z]+| [A-Z][a-z]+(?:'s)?| [A-Z]{2,}\b)*\b|"
@@ -370,9 +372,11 @@ class _Shown:
 
 @functools.lru_cache(maxsize=4096)
 def _specific_terms(text: str) -> frozenset[str]:
-    """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`)."""
+    """The figures, identifiers, dates and names `text` holds (see `_SPECIFIC`); a name
+    said with its number ("Flutter 3.19") is that term, not its name again ("Flutter")."""
     found = {m.group().strip(".,:") for m in _SPECIFIC.finditer(text)}
-    found |= set(_NAME.findall(_HEADINGS.sub(" ", text) if "#" in text else text))
+    numbered = {t.rsplit(" ", 1)[0] for t in found if " " in t and t[-1].isdigit()}
+    found |= set(_NAME.findall(_HEADINGS.sub(" ", text) if "#" in text else text)) - numbered
     return frozenset(
         t
         for t in found

@@ -1033,6 +1033,11 @@ def test_specifics_keep_a_setting_a_share_a_channel_and_a_numbered_part_whole() 
         "ADR 0007",
         "Flutter 3.19",
     } <= found
+    # the name said with its number is named once, and a word that opens a sentence
+    # before a date is no name ("On 14 March" is the date)
+    assert "Flutter" not in found and "ADR" not in found
+    dated = _specific_terms("On 14 March we met. At 5 we left.")
+    assert "14 March" in dated and not {"On 14", "At 5"} & dated
     # a heading or a C directive is no channel, a count of things no numbered part
     assert not _specific_terms("# Notes") and "took 2" not in _specific_terms("we took 2 of them")
     assert not {"#include", "#define"} & _specific_terms("#include <stdio.h>\n#define N 4")
