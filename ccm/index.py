@@ -1922,12 +1922,9 @@ STOP = frozenset(
         "up",
         "down",
         "out",
-    ]
-) | frozenset(
-    # what a question asks with, not about: its quantifiers and adverbs ("how many miles
-    # has it really done?"), what is left of a contraction ("didn't": "didn"), and the
-    # words that frame it ("what kind of", "what did we end up", "what was the first")
-    [
+        # what a question asks with, not about: its quantifiers and adverbs ("how many
+        # miles has it really done?"), what is left of a contraction ("didn't": "didn"),
+        # and the words that frame it ("what kind of", "what did we end up", "the first")
         "many",
         "much",
         "really",
