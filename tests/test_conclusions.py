@@ -775,6 +775,19 @@ SETTLED = [
     ("hm, fair. the overnight ferry then: one cabin, the kids on the top bunks", "decision"),
     ("Yes. Book him. I'll send the deposit on Monday.", "decision"),
     ("ok, right, book the Lakeside. Friday the 9th, 40 people", "decision"),
+    # closed for good, in so many words; "that's that" after "and"; a list or a
+    # programme called the one; a change taken back
+    ("no raffle, a bucket at the door. decided, not discussing it again", "decision"),
+    ("fine. the spare room gets the desk and the sofa bed goes, and that's that", "decision"),
+    ("right. the van's £40 a day. locked in, no more quotes", "decision"),
+    ("drop the quiz, keep the ceilidh. that's the programme", "decision"),
+    ("the twins, Nan, Uncle Joe and the neighbours. yes, that's our list", "decision"),
+    ("nope. we're reverting that, the old header goes back in", "decision"),
+    ("£90 a year isn't worth a new contract. we're staying put", "rejection"),
+    # an answer taken, with a word between
+    ("ah, that makes perfect sense, the cache was holding the old one", "answer"),
+    ("ok that's really reassuring. so it's the sensor, not the boiler", "answer"),
+    ("right, that's nice and clear, I'll file the form in March", "answer"),
 ]
 NOT_SETTLED = [
     # a matter still to take care of, a stop, a question, a habit, an ironic fix
@@ -868,6 +881,13 @@ NOT_SETTLED = [
     "I'll book the flights tomorrow, my eyes are going",
     "should we book a table somewhere near the station?",
     "the coach leaves at 7, and then: nothing till Lyon",
+    # failure and doubt around the same words
+    "decided? not really, I'm still torn between the two",
+    "it hung again on the big upload, so not locked in yet",
+    "can you make a list of the jobs left? the shopping list can wait.",
+    "that's reassuring, but the quote still has no VAT line",
+    "is that clear to you? it isn't to me",
+    "the heater broke again. I'm never buying that brand again",
 ]
 BEFORE_SETTLED = [
     ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")

@@ -292,7 +292,16 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"(?:needed|wanted|was after|were after|need|needs|want|wants)\b"
         ),
     ),
-    ("answer", ("sense",), _rx(r"\b(?:makes|made) sense\b(?!,? (?:to|if|but|though|except)\b)")),
+    (
+        "answer",
+        ("sense", "reassuring"),
+        _rx(
+            r"\b(?:makes|made) (?:(?:total|perfect|complete|so much|a lot of) )?sense\b"
+            r"(?!,? (?:to|if|but|though|except)\b)",
+            # "ok that's actually reassuring. so it's a weak bum, not a broken knee"
+            r"\bthat'?s (?:(?:actually|really|very|so|quite) )?reassuring\b(?!,? (?:but|though)\b)",
+        ),
+    ),
     ("answer", ("explains",), _rx(r"\bthat explains (?:it|a lot|everything|the)\b")),
     (  # an answer taken as it stands: "perfect, that's the paragraph for the postmortem"
         "answer",
@@ -314,7 +323,12 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     (
         "answer",
         ("clear", "got it", "understood"),
-        _rx(r"^(?:ok(?:ay)?|right)?[, ]*(?:that'?s )?(?:clear|got it|understood)\b(?! as mud)"),
+        _rx(
+            r"^(?:ok(?:ay)?|right)?[, ]*(?:that'?s )?(?:clear|got it|understood)\b(?! as mud)",
+            # "brilliant, that's nice and clear, I'll do both in december"
+            r"\bthat'?s (?:nice and|really|very|perfectly|super|crystal) clear\b"
+            r"(?! (?:to|that|if|from|of|enough)\b)",
+        ),
     ),
     # rejection: an option ruled out
     ("rejection", ("ruled",), _rx(r"\bruled\s+out\b")),
@@ -376,10 +390,19 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # decide it", "we're not switching to pnpm" (not "if we're not moving to ...")
     (
         "rejection",
-        ("not moving", "not switching", "not migrating", "not porting", "not upgrading"),
+        (
+            "not moving",
+            "not switching",
+            "not migrating",
+            "not porting",
+            "not upgrading",
+            "staying put",
+        ),
         _rx(
             r"(?:^|[.;!,]\s*)(?:so |then |ok(?:ay)?,? )?(?:we'?re |we are |i'?m |i am )?not "
-            r"(?:moving|switching|migrating|porting|upgrading) (?:over |it |us )?(?:to|onto)\b"
+            r"(?:moving|switching|migrating|porting|upgrading) (?:over |it |us )?(?:to|onto)\b",
+            # a move turned down for what is: "not worth it for £72, we're staying put"
+            r"\b(?:we'?re|i'?m|we are|i am) staying put\b",
         ),
     ),
     # gone off an option: "I've gone off them"; a plan called off: "So Leeds is off"
@@ -638,7 +661,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         "decision",
         ("that's that", "thats that", "that is that", " wins"),
         _rx(
-            r"(?:^|[.;!,]\s*)(?:(?:ok(?:ay)?|right|well|so|yeah)[,.]?\s+)?that(?:'?s| is) that"
+            r"(?:^|[.;!,]\s*|\band\s+)(?:(?:ok(?:ay)?|right|well|so|yeah)[,.]?\s+)?that(?:'?s| is) that"
             r"(?: then)?\s*(?:[.,;!]|$)(?!,? for now)",
             r"(?:^|[.;!?]\s+)[\w-]+(?: [\w-]+)? wins\s*[.!]",
         ),
@@ -660,10 +683,20 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     # "we're dropping Clodagh, sad but ..." (not "if we're moving it")
     (
         "decision",
-        ("moving it", "doing it", "taking it", "booking it"),
+        (
+            "moving it",
+            "doing it",
+            "taking it",
+            "booking it",
+            "reverting",
+            "rolling back",
+        ),
         _rx(
             r"(?:^|[.;!,]\s*)(?:so |ok(?:ay)?,? |then )?(?:we'?re|i'?m|we are|i am) "
-            r"(?:moving|doing|taking|booking) it(?:\s*[.,;!]|$)"
+            r"(?:moving|doing|taking|booking) it(?:\s*[.,;!]|$)",
+            # a change taken back: "yeah no. we're reverting that. ToneFilter stays"
+            r"(?:^|[.;!,]\s*)(?:so |ok(?:ay)?,? |then |no,? )?(?:we'?re|i'?m|we are|i am) "
+            r"(?:reverting|rolling back) (?:that|it|this|the [\w-]+(?: [\w-]+)?)(?:\s*[.,;!]|$)",
         ),
     ),
     # a yes given to an offer or a proposal: "I've said yes and sent him the deposit",
@@ -695,6 +728,9 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             r"^(?:it'?s a |a )?done deal\b",
             r"\b(?:we'?re|i'?m|we are|i am) signing\b(?! (?:up|in|off|out)\b)",
             r"\b(?:is|'s|are) (?:now )?locked(?: in)?(?=\s*(?:[,.;!]|$))",
+            # said alone: "THAT is the budget. locked in for real this time"
+            r"^(?:(?:ok(?:ay)?|right|so|and)[,.]?\s+)?locked(?: in)?(?=\s*(?:[,.;!]|$|now\b|then\b|"
+            r"for real\b|for good\b))",
         ),
     ),
     # the proposal taken, in the owner's words: "we add the deletion request in
@@ -772,10 +808,20 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             "lineup",
             "offer",
             "deal",
+            # (not " list" or "list." alone: a word that common would open the way to a
+            # confirmation for any "yes." that mentions one)
+            "our list",
+            "my list",
+            "programme",
+            "running order",
         ),
         _rx(
             r"\bthat'?s (?:the|our|my) (?:new |final )?(?:menu|split|schedule|route|itinerary|layout|"
-            r"timetable|rota|line-?up|offer|deal)\s*[.!]?$"
+            r"timetable|rota|line-?up|offer|deal)\s*[.!]?$",
+            # "rest of it, yes. that's our list", "stephen can keep his halves, thats the
+            # programme", "That's it. That's the running order."
+            r"\bthat'?s (?:the|our|my) (?:new |final )?(?:[\w-]+ )?(?:list|programme|program|"
+            r"running order)\s*[.!]?$",
         ),
     ),
     # (not a date gone back to: "the dashboards go back to January 2024")
@@ -908,12 +954,14 @@ NEGATION_BEFORE = patterns.compile(
     r"^\W*(?:(?:and|so|but|ok(?:ay)?)\W+)?(?:if|unless|in case)\b[^.!?]*$"
 )
 NEGATED_AFTER = patterns.compile(
-    r"^\W*(?:not|nope|isn'?t|yet)\b|"
+    # (not "decided, not thinking about it again": `CLOSED_FOR_GOOD`)
+    r"^\W*(?:not(?! (?:thinking|talking|arguing|discussing|revisiting|going back)\b)|"
+    r"nope|isn'?t|yet)\b|"
     r"^\W*no\b(?!\s+(?:more|errors?|failures?|crash\w*|problems?|issues?|dup\w*|nans?)\b)"
 )
 FAILURE = patterns.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
-    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
+    r"worse|regress\w*|(?<!\bnever )again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
     r"still\s+(?:fail\w*|broken|red|there|"
     r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
@@ -1170,11 +1218,21 @@ def _partial(text: str) -> bool:
     return any(int(part) < int(whole) for part, whole in COUNTED.findall(text))
 
 
+# a matter closed for good: "decided, not discussing it again" (no failure "again")
+CLOSED_FOR_GOOD = patterns.compile(
+    r"\b(?:not|never) (?:thinking|talking|arguing|discussing|revisiting|going back)\b"
+    r"[^.!?]{0,30}$"
+)
+
+
 def _has_failure(text: str) -> bool:
     """A failure word in `text` that is not negated ("no more errors" is not a failure)
-    nor the thing said to be fixed ("that's the crash sorted", "the panic is fixed")."""
+    nor the thing said to be fixed ("that's the crash sorted", "the panic is fixed"),
+    nor the "again" of a matter closed for good (`CLOSED_FOR_GOOD`)."""
     return any(
-        not NO_FAILURE.search(text[: match.start()]) and not FIXED_AFTER.match(text, match.end())
+        not NO_FAILURE.search(text[: match.start()])
+        and not FIXED_AFTER.match(text, match.end())
+        and not (match.group() == "again" and CLOSED_FOR_GOOD.search(text[: match.start()]))
         for match in FAILURE.finditer(text)
     )
 
