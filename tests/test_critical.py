@@ -101,6 +101,8 @@ RULES = [
     "Gran needs her walking frame for anything past the front door.",
     "two deploys a week, max.",
     "cover letter max 400 words",
+    # ... or after a comma, a figure with its unit
+    "the old fuse box stays for now, oven draw max 20A",
     "release notes aren't published until legal has read them",
     "Not on Slack, not in email, not in the ticket.",
     "fixtures come from tests/data/ and nowhere else",
@@ -225,6 +227,7 @@ NOT_RULES = [
     "The landing page needs a hero image.",
     "Does your dad need his wheelchair at the station?",
     "we peaked at 900 requests a second, max.",
+    "we measured it twice, flow at most 12L a minute",
     "how does the cache work here?",
     "Nobody else has seen the draft yet.",
     "Someone at the gym said vegan athletes should all take B12.",
@@ -782,6 +785,27 @@ def test_a_message_someone_else_wrote_pasted_in_lays_down_no_rule_of_the_users()
     assert detect("user", email) == []
     assert [item for _, item in detect("user", guidance)] == [
         '"Equipment costs must not exceed 15% of the total amount requested."'
+    ]
+
+
+def test_the_conditions_a_pasted_message_lists_bind_the_work() -> None:
+    """Written for this test: a permission granted on conditions, pasted in: the
+    conditions it lists are what the work must keep to; the rest of the message (its
+    greeting, what it says of itself, its sign-off) is not."""
+    letter = (
+        "the council wrote back, pasting:\n\n"
+        '"Dear Mr Vance,\n'
+        "We are pleased to confirm that the street party may go ahead on Saturday 12 July, "
+        "subject to the following conditions:\n"
+        "1. The road must be reopened to traffic by 8pm.\n"
+        "2. No amplified music after 6pm.\n"
+        "3. A named steward must stay at each barrier at all times.\n"
+        'Yours sincerely, the Highways Team"'
+    )
+    assert [item for _, item in detect("user", letter)] == [
+        "The road must be reopened to traffic by 8pm.",
+        "No amplified music after 6pm.",
+        "A named steward must stay at each barrier at all times.",
     ]
 
 

@@ -717,9 +717,12 @@ CUES: tuple[Cue, ...] = (
         "max maximum tops most",
         r"^(?!.*\b\w+ed\b)(?:[^.;:!?]*\s)?(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|"
         r"nine|ten)\b[^.;:!?]{0,40},?\s(?:max|maximum|tops|at most)\b\W*$|"
-        r"^(?:\W*(?:and|also|so)\W+)?(?:the |our |my )?[a-z][\w-]*(?: [a-z][\w-]*)? "
-        r"(?:max|maximum|at most) (?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|"
-        r"ten)\b",
+        # (opening the sentence or a clause after a comma: "room for one new circuit,
+        # kiln draw max 30A"; a figure with its unit)
+        r"^(?:(?!.*\b\w+ed\b)[^.;:!?]*,\s+)?(?:\W*(?:and|also|so)\W+)?(?:the |our |my )?"
+        r"[a-z][\w-]*(?: [a-z][\w-]*)? "
+        r"(?:max|maximum|at most) (?:\d[\d,.]*(?:[a-z]{1,3}|%)?|one|two|three|four|five|six|seven|"
+        r"eight|nine|ten)\b",
         requires=_NUMBERS,
     ),
     # a gate: "anything in drizzle/ doesn't get merged until Hadley has approved it"
@@ -1155,7 +1158,7 @@ def _listed(line: str, bullet: re.Match[str]) -> str:
 _RULES_HEADING = patterns.compile(
     r"(?:\b(?:rules?|constraints?|requirements?|guidelines?|conventions?|preferences?|"
     r"don'?ts|dos and don'?ts|musts?|policy|policies|ground rules|fixed points?|givens|"
-    r"non-negotiables|must-haves|limits|boundaries|red lines)\b|"
+    r"non-negotiables|must-haves|limits|boundaries|red lines|conditions)\b|"
     # how a person says what the list under it is: the way things are done there
     r"\bhow (?:things|we|it) (?:work|works|do things|run)\b|\bbefore you (?:start|touch|"
     r"begin|change|do) (?:anything|something|it)\b|\bthings to know\b|\bthe basics\b|"
@@ -1216,13 +1219,21 @@ def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str,
         lines: list[str] = []
         output = False  # the lines after a pasted "$ command" are its output
         pasted = _PASTED.match(block.lstrip()) is not None
+        conditions = False  # in a pasted message, the list of conditions it sets
         for line in block.split("\n"):
             if line.lstrip().startswith("```"):
                 fenced = not fenced
             elif line.lstrip().startswith("$ "):
                 output = True
-            elif pasted:
-                continue  # a message someone else wrote, pasted: not the user's rules
+            elif pasted and not (conditions and _BULLET.match(line)):
+                # a message someone else wrote, pasted: not the user's rules, but for the
+                # conditions it sets ("... subject to the following conditions:", a list)
+                conditions = line.rstrip().endswith(":") and bool(
+                    _RULES_HEADING.search(line.lower())
+                )
+                if conditions:
+                    lines.append(line)
+                continue
             elif not fenced and not output and _is_prose(line):
                 unquoted = _unquoted(line)
                 if quotes or unquoted is line:
