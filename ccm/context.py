@@ -49,6 +49,7 @@ from ccm.index import (
     undated,
 )
 from ccm.store import Store
+from ccm.transcript import CALL
 
 # shares of the budget per query type; what recall is given is all that the others leave
 # (for a casual message, which recalls nothing, the tail may take all of it). Critical
@@ -878,9 +879,17 @@ def _cut(group: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
     shown = list(group)
     if _cost(shown) <= room:
         return shown
-    for at, turn in enumerate(shown):  # tool results cut to their first and last lines
-        if turn["role"] == "tool" and not turn.get("cut") and len(turn["content"]) > TOOL_CHARS:
-            content = excerpt(str(turn["content"]), TOOL_CHARS, turn["turn"])
+    # tool results cut to their first and last lines, and the inputs of tool calls to
+    # their first characters (a file written, a list of edits: payloads as a result is)
+    for at, turn in enumerate(shown):
+        if turn.get("cut"):
+            continue
+        content = str(turn["content"])
+        if turn["role"] == "tool" and len(content) > TOOL_CHARS:
+            content = excerpt(content, TOOL_CHARS, turn["turn"])
+        elif turn["role"] == "assistant" and CALL in content:
+            content = _calls_clipped(content, turn["turn"])
+        if content is not turn["content"]:
             shown[at] = _changed(turn, content=content, cut=True)
             if _cost(shown) <= room:
                 return shown
@@ -907,6 +916,20 @@ def _cut(group: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
         dropped.append(rest.pop(0))
     gap = [_gap(dropped)] if dropped else []
     return _shorten([*head, *gap, *rest], room) or _shorten(shown[-1:], room)
+
+
+def _calls_clipped(content: str, turn: int) -> str:
+    """`content` (an assistant turn) with the input of each tool call longer than
+    `TOOL_CHARS` clipped to its first characters, saying how long it was (`content`
+    itself when none is)."""
+    lines = content.split("\n")
+    clipped_lines = [
+        clipped(line, TOOL_CHARS, turn)
+        if line.startswith(CALL) and len(line) > TOOL_CHARS
+        else line
+        for line in lines
+    ]
+    return content if clipped_lines == lines else "\n".join(clipped_lines)
 
 
 def _shorten(candidate: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:

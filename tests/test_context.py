@@ -912,6 +912,32 @@ def test_the_newest_exchange_is_cut_when_it_does_not_fit_never_dropped(tmp_path:
         assert context["tokens"] <= budget
 
 
+def test_the_inputs_of_tool_calls_are_clipped_before_any_step_is_left_out(
+    tmp_path: Path,
+) -> None:
+    """An agent's exchange whose calls carry payloads (a file written whole, a list of
+    edits): when it does not fit, each call's input is clipped to its first characters,
+    like a tool's output, so that every step of it is still there."""
+    page = "\\n".join(f"<p>Paragraph {k} of the about page.</p>" for k in range(120))
+    lines: list[tuple[str, str]] = [("user", "Write the about page, then link it from the footer.")]
+    for name in ("about.html", "footer.html", "index.html"):
+        call = f'[tool_use] Write {{"file_path": "site/{name}", "content": "{page}"}}'
+        lines += [("assistant", f"Writing {name}.\n{call}"), ("tool", f"wrote site/{name}")]
+    lines.append(("assistant", "The about page is written and linked from the footer."))
+    root = _agent(tmp_path, lines)
+    context = json.loads(
+        ccm(root, "context", "agent", "--budget", "1500", "--format", "json").stdout
+    )
+    tail = next(b for b in context["blocks"] if b["name"] == "tail")["text"]
+    assert "not shown; @expand(turn" not in tail  # no step left out
+    for turn, name in ((2, "about.html"), (4, "footer.html"), (6, "index.html")):
+        assert f"Writing {name}." in tail and f'"file_path": "site/{name}"' in tail
+        assert f"chars; @expand(turn {turn})]" in tail  # each input clipped, and how to get it
+    assert "Paragraph 100 of the about page" not in tail
+    assert "The about page is written and linked from the footer." in tail
+    assert context["tokens"] <= 1500
+
+
 def test_a_newest_turn_too_long_for_the_budget_is_shortened(tmp_path: Path) -> None:
     root = _agent(
         tmp_path,
