@@ -304,6 +304,11 @@ def _ends(content: str, size: int) -> tuple[str, str]:
 
 
 LONG_LINE = 240  # characters: a line longer than this is taken a sentence at a time
+# lines of a tool's output that only its reading names (`named_in`), taken at most (a
+# table of figures the reading quotes would take the room of the lines asked about;
+# held-out recall at 1, 3, 6 and 10: 0.834, 0.836, 0.837, 0.838, and at 10 one question
+# of the development six lost)
+NAMED_LINES = 6
 # characters a token: no line but a freak has more, so a line that is too long to fit
 # by this reckoning is not counted (`focused`)
 CHARS_A_TOKEN = 16
@@ -351,7 +356,12 @@ def _pieces(text: str) -> _Pieces:
 
 
 def focused(
-    text: str, terms: Iterable[str], most: int, turn: int, tool: bool = False
+    text: str,
+    terms: Iterable[str],
+    most: int,
+    turn: int,
+    tool: bool = False,
+    named: frozenset[str] = frozenset(),
 ) -> tuple[str, int] | None:
     """About `most` tokens of a long turn's `text`: its first line (who said it; a
     command), the lines (of a long line, the sentences) that hold most of the query's
@@ -359,6 +369,9 @@ def focused(
     matched header), and, of a tool's output (`tool`), its last line (where a command's error or
     summary is), in their order, with a note saying where to get it whole; None when no
     line that holds a term fits (its first and last lines alone would say nothing asked).
+    The terms `named` (by the assistant's reading of a tool's output: `named_in`) count
+    too, half as much as a term asked, and lift at most `NAMED_LINES` lines that hold no
+    term asked.
 
     With its tokens: those of its lines, each with its line break (the lines were
     counted when chosen). That is never below the count of the whole, as no tokenizer
@@ -366,9 +379,14 @@ def focused(
     whose end takes its line break into its last token (BPE makes one of "|\n")."""
     split = _pieces(text)
     pieces = split.pieces
-    held = split.held(frozenset(terms))
+    asked = frozenset(terms)
+    held = split.held(asked)
     if not any(held):
         return None
+    # a line's worth: a term asked counts as two the reading names
+    extra = split.held(named - asked) if named - asked else [0] * len(pieces)
+    score = [2 * h + n for h, n in zip(held, extra, strict=True)]
+    named_lines = NAMED_LINES
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
     used = tokens.count_cached(note) + 1
     keep: dict[int, int] = {}  # the lines kept, with their tokens
@@ -387,18 +405,22 @@ def focused(
     take(0)
     if tool:  # how it ended
         take(split.last)
-    best = sorted(range(len(pieces)), key=lambda a: (-held[a], a))
+    best = sorted(range(len(pieces)), key=lambda a: (-score[a], a))
     for at in best:
-        if not held[at]:
+        if not score[at]:
             break
+        if not held[at]:  # a line only the reading names: a few of them
+            if named_lines <= 0:
+                continue
+            named_lines -= 1
         take(at)
     if not any(held[at] for at in keep):  # none fits: the rest would say nothing asked
         return None
     for reach in range(1, AROUND + 1):  # then the lines around those (a table's rows)
         for at in best:
-            if not held[at]:
+            if not score[at]:
                 break
-            if at not in keep:
+            if at not in keep or not held[at]:
                 continue
             for near in (at + reach, at - reach):
                 if 0 <= near < len(pieces):
@@ -417,6 +439,30 @@ def focused(
         lines.pop()
         count -= gap
     return "\n".join(lines) + "\n" + note, count
+
+
+_CODE_SPAN = patterns.compile(r"`([^`\n]{1,80})`")
+
+
+def named_in(reading: str) -> frozenset[str]:
+    """The terms an assistant's reading of a tool's output names: what it quotes as code
+    (`b7d20e4`, `ca_7f3k`) and its figures ("23 children", "352-365 MB"). The lines of the
+    output that hold them are those it read: a question about it is answered there, in
+    words it need not share ("why was the cart a cent off?": "b7d20e4 fix(api): round
+    weighed lines per line")."""
+    said = _STAMP.sub("", reading, count=1)
+    found = {
+        term
+        for span in _CODE_SPAN.findall(said)
+        for term in lexical.term_counts(span)
+        if len(term) > 2 and term not in STOP
+    }
+    found.update(
+        term
+        for term in lexical.term_counts(said)
+        if len(term) > 2 and any(char.isdigit() for char in term)
+    )
+    return frozenset(found)
 
 
 def _indexed(turn: dict[str, Any], text: str) -> str:
@@ -1763,7 +1809,9 @@ class Recalled:
             if count > cap:  # what of it answers the query
                 seen = as_shown("turn", ts, text)
                 stamp = _stamp_tokens(text, seen) if seen != text else 0
-                part = focused(text, self._terms, cap + stamp, turn, role == "tool")
+                # of a tool's output, also the lines its reading names (`named_in`)
+                named = self._reading_names(turn, pair) if role == "tool" else frozenset()
+                part = focused(text, self._terms, cap + stamp, turn, role == "tool", named)
                 if part is None:
                     return None
                 text, count = part
@@ -1772,6 +1820,14 @@ class Recalled:
                 if count > most:
                     return None
         return self._pair(value, turn, (str(turn), turn, turn, ts, count, text), pair), count
+
+    def _reading_names(self, turn: int, exchange: int) -> frozenset[str]:
+        """What the assistant turn that reads a tool's output (the turn after it, in the
+        same exchange) names of it (`named_in`); empty when no such turn follows."""
+        row = self._index._turns(self._session, [turn + 1]).get(turn + 1)
+        if row is None or row[4] != "assistant" or row[3] != exchange:
+            return frozenset()
+        return named_in(row[2])
 
     def _pair(
         self, value: float, turn: int, row: tuple[Any, ...], exchange: int | None = None

@@ -1286,6 +1286,36 @@ def test_a_recalled_tool_result_shows_where_it_answers_not_only_its_first_lines(
     assert "describe configmap" not in recalled
 
 
+def test_a_recalled_tool_result_shows_the_lines_its_reading_names(tmp_path: Path) -> None:
+    """Written for this test: the log's line that answers ("why was the invoice a penny
+    short?") shares no word with the question; the assistant's reading of the log names
+    its commit, and that line is shown with the lines that hold the question's words."""
+    checks = "\n".join(f"line {k}: totals check ok, nothing to report" for k in range(150))
+    chores = "\n".join(f"9a0b1c{k} chore: tidy billing module, part {k}" for k in range(5))
+    log = (
+        "$ git log --oneline -6 -- billing/ && ./check-totals\n"
+        f"{chores}\nc41d9e2 fix(billing): round each line before the VAT\n"
+        f"{checks}\ninvoice INV-207 total: 118.80 (expected 118.81)"
+    )
+    root = _agent(
+        tmp_path,
+        [
+            ("user", "Why is invoice INV-207 short?"),
+            ("tool", log),
+            ("assistant", "It started with `c41d9e2`: each line is rounded before the VAT."),
+            ("user", "Now the footer of the site."),
+            ("assistant", "The footer links are fixed."),
+        ],
+    )
+    text = ccm(
+        root, "context", "agent", "--budget", "900", "--query", "Why was the invoice short?"
+    ).stdout
+    recalled = text.split("## Recalled from memory\n", 1)[1].split("\n\n## ", 1)[0]
+    assert "invoice INV-207 total: 118.80" in recalled and "@expand(turn 2)" in recalled
+    assert "c41d9e2 fix(billing): round each line before the VAT" in recalled
+    assert "line 75: totals check ok" not in recalled
+
+
 def test_a_recalled_tool_result_is_shown_whole_when_it_fits_half_the_room(
     tmp_path: Path,
 ) -> None:

@@ -471,6 +471,41 @@ def test_a_long_turn_is_focused_on_the_lines_that_hold_the_query() -> None:
     assert index.focused(wide, terms, 120, 7, tool=True) is None
 
 
+def test_the_lines_a_reading_names_are_kept_when_a_tool_output_is_focused() -> None:
+    """Written for this test: a log read by the assistant, who quotes the commit that
+    caused it and a figure. A question about it ("why was the invoice a penny short?")
+    shares no word with the commit's line; the reading names it, and its line is kept,
+    half as strongly as a line that holds a word asked; a few of them only."""
+    reading = (
+        "[2026-02-03 10:04] assistant: It started with `c41d9e2`, which rounds each "
+        "line before the VAT, so the 3 lines lose 0.4p each; the 1.2p short adds up."
+    )
+    named = index.named_in(reading)
+    assert {"c41d9e2", "0.4p", "1.2p"} <= named
+    assert not named & {"2026", "02", "10", "04", "the", "which"}  # its stamp, its prose
+    log = "\n".join(
+        [
+            "$ git log --oneline -8 -- billing/",
+            *(f"{k}a0b1c{k} chore: tidy billing module {k}" for k in range(3)),
+            "c41d9e2 fix(billing): round each line before the VAT",
+            *(f"line {k}: totals check ok" for k in range(60)),
+            "invoice INV-207 total: 118.80 (expected 118.81)",
+            "done",
+        ]
+    )
+    asked = lexical.stems(["invoice", "penny", "short"])
+    without = index.focused(log, asked, 120, 7, tool=True)
+    found = index.focused(log, asked, 120, 7, tool=True, named=named)
+    assert without is not None and found is not None
+    assert "c41d9e2" not in without[0] and "c41d9e2 fix(billing)" in found[0]
+    assert "invoice INV-207 total" in found[0]  # and the line asked about
+    assert "line 30: totals check ok" not in found[0]
+    table = "\n".join(["$ cat prices", *(f"item {k}: {k}.40p" for k in range(40)), "end"])
+    many = frozenset(f"{k}.40p" for k in range(40))
+    shown = index.focused(table, lexical.stems(["prices"]), 400, 7, tool=True, named=many)
+    assert shown is not None and shown[0].count(".40p") == index.NAMED_LINES
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.sampled_from([*WORDS, "\n", "."]), min_size=1, max_size=300),
