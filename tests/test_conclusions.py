@@ -888,6 +888,7 @@ NOT_SETTLED = [
     "that's reassuring, but the quote still has no VAT line",
     "is that clear to you? it isn't to me",
     "the heater broke again. I'm never buying that brand again",
+    "I'll get proper quotes once I know who it is then",
 ]
 BEFORE_SETTLED = [
     ("assistant", "The two options: the lease on unit 4, or the second unit, 300 more.")

@@ -554,7 +554,8 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             rf"\b(?<!\bas )(?<!\bhow )(?<!\bwhat )(?<!\bwhere )(?<!\bway )"
             rf"(?<!\bwhoever )(?<!\bwhatever )(?<!\bwhichever )"
             rf"{_ANY_ONE}{_WORD}(?: {_ANY_ONE}{_WORD}){{0,3}}(?<!\bas)(?<!\bhow)(?<!\bwhat)(?<!\bwhere)"
-            rf"(?<!\bway)(?<!\bthere)(?<!\bhere) it is\b"  # not "and there it is."
+            # not "and there it is.", "once I know who it is"
+            rf"(?<!\bway)(?<!\bthere)(?<!\bhere)(?<!\bwho) it is\b"
             r"(?! (?:not|a|an|the|what|that|to|in|on|for|\w+ing)\b)"
         ),
     ),
