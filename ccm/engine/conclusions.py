@@ -1233,7 +1233,7 @@ def _has_failure(text: str) -> bool:
     return any(
         not NO_FAILURE.search(text[: match.start()])
         and not FIXED_AFTER.match(text, match.end())
-        and not (match.group() == "again" and CLOSED_FOR_GOOD.search(text[: match.start()]))
+        and not (match.group().lower() == "again" and CLOSED_FOR_GOOD.search(text[: match.start()]))
         for match in FAILURE.finditer(text)
     )
 
