@@ -555,6 +555,24 @@ def test_a_change_that_names_the_rule_binds_though_the_rule_was_missed() -> None
     ]
 
 
+def test_a_change_that_names_its_rule_replaces_that_rule_not_the_latest_to_share_a_word() -> None:
+    """Written for this test: "change of rule on paging: ..." changes the rule that
+    names paging ("page" and "paging" are one word cut two ways), not the latest rule to
+    share the word "change" with it; a change of rule announced so is a rule itself,
+    though it grants what the rule forbade."""
+    state = _user_says(
+        "don't page anyone before 9, half the team starts late",
+        "and don't change anything on the load balancer, just read its logs",
+        "also change of rule on paging from last week: for outages you can page the "
+        "on-call at any hour now",
+    )
+    replaced = [c["text"] for c in state["critical"] if c.get("superseded_by")]
+    assert replaced == ["don't page anyone before 9, half the team starts late"]
+    live = [c["text"] for c in state["critical"] if not c.get("superseded_by")]
+    assert live[0].startswith("and don't change anything on the load balancer")
+    assert live[-1].startswith("also change of rule on paging from last week")
+
+
 @pytest.mark.parametrize(
     ("preference", "change"),
     [

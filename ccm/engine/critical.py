@@ -138,7 +138,11 @@ CUES: tuple[Cue, ...] = (
         r"(?:make|making) (?:that|this|it) a rule|rule (?:is|of thumb)|"
         r"(?:on|about|re|more|some|two|few|my|our) rules\s*:\s*\w|"
         # whose rule it is, then the rule: "her rule, and honestly mine too: ..."
-        r"(?:my|our|her|his|their) rule\b[^.:?]{0,40}:\s*\w)",
+        r"(?:my|our|her|his|their) rule\b[^.:?]{0,40}:\s*\w|"
+        # a rule changed, then the rule as it is now: "change of rule on paging from
+        # yesterday: ...", "I'm changing my own rule: lockfile-only PRs ..."
+        r"(?:change of|changing (?:my|our|the)(?: own)?) rule\b[^.:?]{0,40}:\s*\w|"
+        r"rule change\b[^.:?]{0,40}:\s*\w)",
     ),
     _cue(
         "flag",
@@ -1657,9 +1661,24 @@ def replaces(
         return _bound_set_anew(lower, earlier)
     # the rule changed named ("changed my mind about short", "change of rule on paging"),
     # or the figure it had ("10 s cap, not 5", "16,500 instead of 20k"): one term does
-    if said.named & b:
+    if names_any(said.named, b):
         return True
     return bool(shared) and says_figure(earlier.lower(), said.figures)
+
+
+# the terms of the words a change is said in ("change of rule on ...", "changed my mind")
+CHANGE_TERMS = frozenset(terms("change changed changing changes rule rules mind plan"))
+
+
+def names_any(named: Iterable[str], held: Iterable[str]) -> bool:
+    """Whether a term of `named` is one of `held`, or the same word cut shorter by the
+    stemmer in one of them ("paging" is "pag", "page" stays "page")."""
+    held = set(held)
+    return any(
+        name in held
+        or (len(name) >= 3 and any(t.startswith(name) and len(t) - len(name) <= 2 for t in held))
+        for name in named
+    )
 
 
 def old_figures(lower: str) -> set[str]:

@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 129
+STATE_VERSION = 130
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -984,14 +984,17 @@ def _named_rather(
     everything with relwdi" changes the house rules that name the preset, not "fail the
     build if jitter goes over 0.15")."""
     names = critical.change_said(text.lower()).named
-    if not names or names & critical.subject(found["text"]):
+    if not names or critical.names_any(names, critical.subject(found["text"])):
         return found
+    # (the words that say a change is one say nothing of what it is about: "change of
+    # rule on paging" is not about "don't change anything on the pods")
+    about = about - critical.CHANGE_TERMS
     least = len(about & critical.subject(found["text"]))
     return next(
         (
             item
             for item in reversed(live)
-            if names & (has := critical.subject(item["text"]))
+            if critical.names_any(names, has := critical.subject(item["text"]))
             and len(about & has) >= least
             and critical.replaces(text, item["text"], about, True)
         ),
