@@ -954,15 +954,16 @@ NEGATION_BEFORE = patterns.compile(
     # the consequence of a case that may come: "if she says no we cut it, problem solved"
     r"^\W*(?:(?:and|so|but|ok(?:ay)?)\W+)?(?:if|unless|in case)\b[^.!?]*$"
 )
+# what is not done again about a matter closed for good: "decided, not discussing it again"
+_NOT_AGAIN = r"(?:thinking|talking|arguing|discussing|revisiting|going back)\b"
 NEGATED_AFTER = patterns.compile(
     # (not "decided, not thinking about it again": `CLOSED_FOR_GOOD`)
-    r"^\W*(?:not(?! (?:thinking|talking|arguing|discussing|revisiting|going back)\b)|"
-    r"nope|isn'?t|yet)\b|"
+    rf"^\W*(?:not(?! {_NOT_AGAIN})|nope|isn'?t|yet)\b|"
     r"^\W*no\b(?!\s+(?:more|errors?|failures?|crash\w*|problems?|issues?|dup\w*|nans?)\b)"
 )
 FAILURE = patterns.compile(
     r"\b(?:broke|broken|breaks|crash(?:es|ed|ing)?|fail(?:s|ed|ing|ure)?|errors?|exceptions?|"
-    r"worse|regress\w*|(?<!\bnever )again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
+    r"worse|regress\w*|again|dies|died|dead run|panick?\w*|(?:went|turned|goes|is|came back) red|"
     r"still\s+(?:fail\w*|broken|red|there|"
     r"happening|duplicat\w*|see\w*|get\w*|dies|restart\w*))\b"
 )
@@ -1219,11 +1220,9 @@ def _partial(text: str) -> bool:
     return any(int(part) < int(whole) for part, whole in COUNTED.findall(text))
 
 
-# a matter closed for good: "decided, not discussing it again" (no failure "again")
-CLOSED_FOR_GOOD = patterns.compile(
-    r"\b(?:not|never) (?:thinking|talking|arguing|discussing|revisiting|going back)\b"
-    r"[^.!?]{0,30}$"
-)
+# a matter closed for good, before its "again" (no failure): "decided, not discussing it
+# again", "fixed, never again"
+CLOSED_FOR_GOOD = patterns.compile(rf"\b(?:(?:not|never) {_NOT_AGAIN}[^.!?]{{0,30}}|never )$")
 
 
 def _has_failure(text: str) -> bool:
@@ -1233,7 +1232,7 @@ def _has_failure(text: str) -> bool:
     return any(
         not NO_FAILURE.search(text[: match.start()])
         and not FIXED_AFTER.match(text, match.end())
-        and not (match.group().lower() == "again" and CLOSED_FOR_GOOD.search(text[: match.start()]))
+        and not (match.group() == "again" and CLOSED_FOR_GOOD.search(text[: match.start()]))
         for match in FAILURE.finditer(text)
     )
 
