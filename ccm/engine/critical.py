@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ccm import patterns
-from ccm.engine.text import is_record, sentences, skipping, terms
+from ccm.engine.text import is_record, root, sentences, skipping, terms
 
 # -- cues, matched against a lowercased sentence ------------------------------------
 
@@ -1671,14 +1671,9 @@ CHANGE_TERMS = frozenset(terms("change changed changing changes rule rules mind 
 
 
 def names_any(named: Iterable[str], held: Iterable[str]) -> bool:
-    """Whether a term of `named` is one of `held`, or the same word cut shorter by the
-    stemmer in one of them ("paging" is "pag", "page" stays "page")."""
-    held = set(held)
-    return any(
-        name in held
-        or (len(name) >= 3 and any(t.startswith(name) and len(t) - len(name) <= 2 for t in held))
-        for name in named
-    )
+    """Whether a term of `named` is one of `held`, the short word and its inflections
+    taken as one ("paging" names "page": `text.root`)."""
+    return not {root(t) for t in named}.isdisjoint(map(root, held))
 
 
 def old_figures(lower: str) -> set[str]:

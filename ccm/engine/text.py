@@ -107,6 +107,13 @@ def stem(word: str) -> str:
     return word
 
 
+def root(term: str) -> str:
+    """A term without the final "e" that `stem` strips from longer words only, so that
+    the short word and its inflections meet: "page" and "paging" ("pag"), "rule" and
+    "rules" ("rul")."""
+    return term[:-1] if len(term) == 4 and term.endswith("e") else term
+
+
 class Memo(dict[_K, _V]):
     """key -> `fill(key)`, filled on first sight and emptied when it holds more than
     `limit`: a memo looked up in C (by `map`, by `str.translate`) on a hot path."""
