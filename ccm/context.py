@@ -872,24 +872,17 @@ def _gap(dropped: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _cut(group: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
     """`group` cut to fit in `room` tokens, or [] when not even its latest turn can be
-    shown: its tool results first, the oldest first (cut to their first and last lines,
-    then cleared to one line), then the turns between its first (the request) and the
+    shown: its payloads first, the oldest first (tool results cut to their first and last
+    lines and the inputs of tool calls to their first characters: `_payload_cut`; then
+    the results cleared to one line), then the turns between its first (the request) and the
     latest ones left out, then the longest of what is left shortened (its head kept,
     saying how long it was); when even that cannot fit, its latest turn alone."""
     shown = list(group)
     if _cost(shown) <= room:
         return shown
-    # tool results cut to their first and last lines, and the inputs of tool calls to
-    # their first characters (a file written, a list of edits: payloads as a result is)
-    for at, turn in enumerate(shown):
-        if turn.get("cut"):
-            continue
-        content = str(turn["content"])
-        if turn["role"] == "tool" and len(content) > TOOL_CHARS:
-            content = excerpt(content, TOOL_CHARS, turn["turn"])
-        elif turn["role"] == "assistant" and CALL in content:
-            content = _calls_clipped(content, turn["turn"])
-        if content is not turn["content"]:
+    for at, turn in enumerate(shown):  # its payloads cut first
+        content = None if turn.get("cut") else _payload_cut(turn)
+        if content is not None:
             shown[at] = _changed(turn, content=content, cut=True)
             if _cost(shown) <= room:
                 return shown
@@ -918,18 +911,21 @@ def _cut(group: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
     return _shorten([*head, *gap, *rest], room) or _shorten(shown[-1:], room)
 
 
-def _calls_clipped(content: str, turn: int) -> str:
-    """`content` (an assistant turn) with the input of each tool call longer than
-    `TOOL_CHARS` clipped to its first characters, saying how long it was (`content`
-    itself when none is)."""
+def _payload_cut(turn: dict[str, Any]) -> str | None:
+    """A tail turn with its payload cut, or None when it has none too long: a tool's
+    result to its first and last lines (`excerpt`), the inputs of an assistant's tool
+    calls (a file written, a list of edits) each to its first `TOOL_CHARS` characters,
+    saying how long it was."""
+    content = str(turn["content"])
+    if turn["role"] == "tool":
+        return excerpt(content, TOOL_CHARS, turn["turn"]) if len(content) > TOOL_CHARS else None
+    if turn["role"] != "assistant" or CALL not in content:
+        return None
     lines = content.split("\n")
-    clipped_lines = [
-        clipped(line, TOOL_CHARS, turn)
-        if line.startswith(CALL) and len(line) > TOOL_CHARS
-        else line
-        for line in lines
-    ]
-    return content if clipped_lines == lines else "\n".join(clipped_lines)
+    long = [at for at, line in enumerate(lines) if line.startswith(CALL) and len(line) > TOOL_CHARS]
+    for at in long:
+        lines[at] = clipped(lines[at], TOOL_CHARS, turn["turn"])
+    return "\n".join(lines) if long else None
 
 
 def _shorten(candidate: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
