@@ -384,7 +384,8 @@ def focused(
     if not any(held):
         return None
     # a line's worth: a term asked counts as two the reading names
-    extra = split.held(named - asked) if named - asked else [0] * len(pieces)
+    only_named = named - asked
+    extra = split.held(only_named) if only_named else [0] * len(pieces)
     score = [2 * h + n for h, n in zip(held, extra, strict=True)]
     named_lines = NAMED_LINES
     note = f"\u2026 [{len(text)} chars; @expand(turn {turn})]"
@@ -1708,7 +1709,7 @@ class Recalled:
             entry = heapq.heappop(order)
             negative, first, turn = entry[:3]
             if len(entry) == 4:
-                found = self._single(-negative, rows_of.get(turn), most)
+                found = self._single(-negative, rows_of.get(turn), most, rows_of)
                 if found is not None:
                     missed = 0
                     left -= 1  # a hit, as an exchange is
@@ -1788,7 +1789,11 @@ class Recalled:
         return turn if max(others, default=0.0) < ALONE_SHARE * best else None
 
     def _single(
-        self, value: float, row: tuple[Any, ...] | None, most: int | None
+        self,
+        value: float,
+        row: tuple[Any, ...] | None,
+        most: int | None,
+        read: dict[int, tuple[Any, ...]],
     ) -> tuple[Hit, int] | None:
         """One turn of an exchange in which tools ran (its unit's `row`, see
         `Index._turns`) as a hit, whole, if it can be shown in `most` tokens (in the
@@ -1810,7 +1815,7 @@ class Recalled:
                 seen = as_shown("turn", ts, text)
                 stamp = _stamp_tokens(text, seen) if seen != text else 0
                 # of a tool's output, also the lines its reading names (`named_in`)
-                named = self._reading_names(turn, pair) if role == "tool" else frozenset()
+                named = self._reading_names(turn, pair, read) if role == "tool" else frozenset()
                 part = focused(text, self._terms, cap + stamp, turn, role == "tool", named)
                 if part is None:
                     return None
@@ -1821,10 +1826,14 @@ class Recalled:
                     return None
         return self._pair(value, turn, (str(turn), turn, turn, ts, count, text), pair), count
 
-    def _reading_names(self, turn: int, exchange: int) -> frozenset[str]:
+    def _reading_names(
+        self, turn: int, exchange: int, read: dict[int, tuple[Any, ...]]
+    ) -> frozenset[str]:
         """What the assistant turn that reads a tool's output (the turn after it, in the
-        same exchange) names of it (`named_in`); empty when no such turn follows."""
-        row = self._index._turns(self._session, [turn + 1]).get(turn + 1)
+        same exchange) names of it (`named_in`); empty when no such turn follows. Its row
+        is looked up in those `read` already (an exchange's scored turns and the reading
+        that closes it), else read."""
+        row = read.get(turn + 1) or self._index._turns(self._session, [turn + 1]).get(turn + 1)
         if row is None or row[4] != "assistant" or row[3] != exchange:
             return frozenset()
         return named_in(row[2])

@@ -1253,9 +1253,9 @@ def test_recall_stops_reading_after_misses_in_a_row(
     tried: list[int] = []
     single = index_module.Recalled._single
 
-    def counted(self: Any, value: float, row: Any, most: int | None) -> Any:
+    def counted(self: Any, value: float, row: Any, most: int | None, *rest: Any) -> Any:
         tried.append(most or 0)
-        return single(self, value, row, most)
+        return single(self, value, row, most, *rest)
 
     monkeypatch.setattr(index_module.Recalled, "_single", counted)
     with Index(Store(root)) as index:
