@@ -1231,10 +1231,9 @@ def units(text: str, spec: bool = False, quotes: bool = True) -> list[tuple[str,
                 output = True
             elif pasted and not (conditions and _BULLET.match(line)):
                 # a message someone else wrote, pasted: not the user's rules, but for the
-                # conditions it sets ("... subject to the following conditions:", a list)
-                conditions = line.rstrip().endswith(":") and bool(
-                    _RULES_HEADING.search(line.lower())
-                )
+                # conditions it lists ("... subject to the following conditions:", a list;
+                # `_RULES_HEADING` ends in its colon)
+                conditions = _RULES_HEADING.search(line.lower()) is not None
                 if conditions:
                     lines.append(line)
                 continue
