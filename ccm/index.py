@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,7 +165,7 @@ TOOL_CHARS = 300
 _WORD = patterns.compile(r"[^\W_]+", re.UNICODE)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hit:
     """One unit found by a query, and why."""
 
@@ -187,9 +187,7 @@ class Hit:
         """The tokens of the text as a context shows it (counted when first asked for: a
         listing of every hit need not count the tool outputs it never shows)."""
         if self.count < 0:
-            object.__setattr__(
-                self, "count", tokens.count_cached(as_shown(self.kind, self.ts, self.text))
-            )
+            self.count = tokens.count_cached(as_shown(self.kind, self.ts, self.text))
         return self.count
 
     def said_within(self, since: str | None, until: str | None) -> bool:
@@ -1844,12 +1842,17 @@ class Recalled:
         """An exchange as a hit, with the query words it holds and why it was found; with
         `exchange` (the first turn of the exchange it is part of), a single turn."""
         key, first_turn, last_turn, ts, count, text = row[:6]
-        inside = range(first_turn, last_turn + 1)
         held, why = self._held, self._why
-        terms_in = {term for t in inside for term in held.get(t, ())}
+        if first_turn == last_turn:  # a turn: most hits of an agent's session
+            terms_in: Collection[str] = held.get(first_turn, ())
+            given = why.get(first_turn, ())
+        else:
+            inside = range(first_turn, last_turn + 1)
+            terms_in = {term for t in inside for term in held.get(t, ())}
+            given = [r for t in inside for r in why.get(t, ())]
         matched = tuple(word for word, term in self._stemmed if term in terms_in)
         reasons = [f"matched: {', '.join(matched)}"] if matched else []
-        reasons += [r for t in inside for r in why.get(t, ())]
+        reasons += given
         if not matched and turn in self._near:
             reasons.append("next to a hit")
         elif not reasons:
