@@ -124,6 +124,8 @@ MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
+FIGURE_WEIGHT = 2.0  # a query's term that holds a digit counts this many times in BM25
+_DIGIT = patterns.compile(r"\d")
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
 TOPIC_HITS = 20
 SPEAKER_BOOST = 1.0  # a turn said by the person the query names counts double
@@ -1342,9 +1344,10 @@ class Index:
 
         Turns are scored, and an exchange takes the score of its best turn:
 
-        * BM25 of the query's words, relative to the best turn. The name of a person
-          the query asks about is left out: it says whose words to look for, not what
-          they said (and "Thanks, Caroline!" matches a name but tells nothing);
+        * BM25 of the query's words, relative to the best turn; a figure or an
+          identifier counts `FIGURE_WEIGHT` times. The name of a person the query asks
+          about is left out: it says whose words to look for, not what they said (and
+          "Thanks, Caroline!" matches a name but tells nothing);
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
         * plus `SEMANTIC_WEIGHT` times its similarity in meaning (the semantic extra;
           see `_meaning`);
@@ -1362,7 +1365,10 @@ class Index:
         asked = _without_names(query, names)  # what is asked about, for words and meaning
         terms = lexical.stems(asked_words(asked))
         read = self.postings.lists(session, terms) if terms else {}  # once, for both uses
-        found = self.postings.search(session, terms, CANDIDATES, exclude_after, read)
+        # a figure or an identifier asked about ("the 240", "48,236", "#142") says which
+        # turn is meant more than the words around it do
+        figures = {term: FIGURE_WEIGHT for term in terms if _DIGIT.search(term)}
+        found = self.postings.search(session, terms, CANDIDATES, exclude_after, read, figures)
         top = max((hit.score for hit in found), default=0.0) or 1.0
         base = {hit.turn: hit.score / top for hit in found}
         held = {hit.turn: hit.terms for hit in found}

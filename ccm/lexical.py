@@ -547,15 +547,18 @@ class Postings:
         limit: int,
         exclude_after: int | None = None,
         read: dict[str, dict[str, np.ndarray]] | None = None,
+        weights: dict[str, float] | None = None,
     ) -> list[TurnHit]:
         """The `limit` best turns for `terms` by BM25 within their session (`None`: in
-        every session), best first. `read`: the lists of `terms`, when already read."""
+        every session), best first. `read`: the lists of `terms`, when already read;
+        `weights`: a term's weight, which multiplies what it adds to a turn's score (1
+        for a term not there)."""
         found: list[TurnHit] = []
         searched = 0
         for name, lists in (self.lists(session, terms) if read is None else read).items():
             docs, avgdl = self.stats(name)
             if docs:
-                found += _best(name, lists, docs, avgdl, limit, exclude_after)
+                found += _best(name, lists, docs, avgdl, limit, exclude_after, weights)
                 searched += 1
         if searched > 1:  # one session's turns come in this order already
             found.sort(key=lambda hit: (-hit.score, hit.session, hit.turn))
@@ -714,11 +717,19 @@ def _weights(array: np.ndarray, idf: float, avgdl: float) -> np.ndarray:
     return np.asarray(idf * tf * (K1 + 1) / (tf + norm))
 
 
-def _bm25(lists: dict[str, np.ndarray], docs: int, avgdl: float) -> tuple[np.ndarray, np.ndarray]:
-    """Every posting of every term as (turn, BM25 contribution)."""
+def _bm25(
+    lists: dict[str, np.ndarray],
+    docs: int,
+    avgdl: float,
+    weighted: dict[str, float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every posting of every term as (turn, BM25 contribution), times the term's
+    weight in `weighted` (1 for a term not there)."""
     turns, weights = [], []
-    for array in lists.values():
-        weights.append(_weights(array, _idf(docs, len(array)), avgdl))
+    for term, array in lists.items():
+        weight = 1.0 if weighted is None else weighted.get(term, 1.0)
+        idf = _idf(docs, len(array))
+        weights.append(_weights(array, idf * weight, avgdl))
         turns.append(array["turn"])
     return np.concatenate(turns, dtype=np.int64), np.concatenate(weights)
 
@@ -744,10 +755,11 @@ def _best(
     avgdl: float,
     limit: int,
     exclude_after: int | None,
+    weighted: dict[str, float] | None = None,
 ) -> list[TurnHit]:
     """The `limit` best turns of one session, best first (on a tie, the earliest), each
-    with its exchange and the terms it holds."""
-    turns, weights = _bm25(lists, docs, avgdl)
+    with its exchange and the terms it holds (`weighted`: see `_bm25`)."""
+    turns, weights = _bm25(lists, docs, avgdl, weighted)
     if exclude_after is not None:
         weights = np.where(turns < exclude_after, weights, 0.0)
     scores = np.bincount(turns, weights=weights)

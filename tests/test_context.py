@@ -796,6 +796,26 @@ def test_a_turn_full_of_the_question_s_filler_words_does_not_outrank_its_answer(
     assert not {"many", "really"} & set(hits[0].matched)
 
 
+def test_a_figure_asked_about_says_which_turn_is_meant(tmp_path: Path) -> None:
+    """ "Where did the 240 come from": the turn that says the 240 outranks the turns
+    full of the question's other words."""
+    store = _one_day(
+        tmp_path,
+        "kitchen",
+        [
+            ("Ann", "All the units go on the kitchen wall."),
+            ("Bo", "Then it needs one long worktop."),
+            ("Ann", "Tiles next for the kitchen: white, grout in grey."),
+            ("Bo", "Grey grout hides the dirt better."),
+            ("Ann", "The 240 was before the pipe box went in."),
+            ("Bo", "So the box takes 14 cm off it."),
+        ],
+        "the tiles",
+    )
+    hits = _recalled_pairs(store, "kitchen", "Where did the 240 for the kitchen wall come from?")
+    assert "The 240 was before" in hits[0].text
+
+
 def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -> None:
     store = _two_people(tmp_path)
     context = assemble(store, "ann-bo", 1200, "When did Ann and Bo go hiking?")

@@ -59,6 +59,27 @@ def test_scores_are_textbook_bm25(texts: list[str], query: list[str]) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    turn_texts,
+    st.lists(st.sampled_from(WORDS), min_size=2, max_size=3, unique=True),
+    st.floats(0.5, 4.0),
+)
+def test_a_term_s_weight_multiplies_what_it_adds(
+    texts: list[str], query: list[str], weight: float
+) -> None:
+    postings = _postings()
+    postings.add("s", [(n, n, text) for n, text in enumerate(texts, 1)])
+    heavy, rest = query[0], query[1:]
+    expected = _reference(texts, rest)
+    for turn, score in _reference(texts, [heavy]).items():
+        expected[turn] = expected.get(turn, 0.0) + weight * score
+    found = postings.search(
+        "s", lexical.stems(query), len(texts), weights={lexical.stem(heavy): weight}
+    )
+    assert {hit.turn: hit.score for hit in found} == pytest.approx(expected, rel=1e-9)
+
+
 @pytest.mark.parametrize(("pending", "batch"), [(3, 5), (256, 20_000)])
 @settings(max_examples=40, deadline=None)
 @given(texts=turn_texts, chunks=st.lists(st.integers(1, 7), min_size=1, max_size=40))
