@@ -744,6 +744,42 @@ def test_a_claim_quoted_back_as_not_holding_reopens_its_segment() -> None:
     assert route["status"] == "concluded"
 
 
+@pytest.mark.parametrize(
+    ("report", "reopened"),
+    [
+        ("the print queue jammed at 9 again. you said the print queue was fixed", True),
+        ("hm, I thought the queue's sorted? it jammed twice this morning", True),
+        ("you said it was fixed. it jammed again at 9", False),  # names nothing
+        ("you said the wifi was fixed, and it was. the queue is fine too", False),
+    ],
+)
+def test_a_claim_named_as_said_to_hold_reopens_its_segment(report: str, reopened: bool) -> None:
+    """Written for this test: "print queue's fixed", then other topics, then "you said
+    the print queue was fixed" takes that fix back, however many segments ago it was;
+    one that names nothing, or another thing, leaves it."""
+    lines = [
+        ("user", "the office print queue keeps jamming on big PDFs, can you look?"),
+        ("assistant", "The spooler's temp folder was full; I moved it to the data disk."),
+        ("user", "printed the 80-page contract fine. print queue's fixed, thanks"),
+        ("assistant", "Good. I also set the temp folder to clear itself nightly."),
+        ("user", "different thing: the wifi in the meeting room drops every hour"),
+        ("assistant", "The access point renews its lease hourly; I gave it a static address."),
+        ("user", "no drops all afternoon. wifi's done"),
+        ("assistant", "Noted. The lease change is in the router notes."),
+        ("user", "now the team calendar: can it show holidays for both offices?"),
+        ("assistant", "Yes: I added the Berlin and Leeds holiday calendars to it."),
+        ("user", "lovely, calendar sorted"),
+        ("assistant", "Both offices' holidays now show in the team calendar."),
+        ("user", report),
+        ("assistant", "Looking at the spooler again."),
+    ]
+    segments = _segments_of(lines, per_day=20)
+    queue = _segment_at(segments, 3)
+    assert queue["conclusion"]["turn"] == 3
+    assert (queue["status"] == "open") is reopened
+    assert _segment_at(segments, 7)["status"] == "concluded"
+
+
 def test_a_question_about_another_failure_leaves_a_fix_just_made() -> None:
     """Written for this test: "the leak is dead, closing that one", then "and the stuck
     orders? anything new since the deploy?" asks about another thing; it reports no

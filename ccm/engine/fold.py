@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 131
+STATE_VERSION = 132
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -748,6 +748,14 @@ def _said(found: dict[str, Any]) -> str:
 SO_MUCH_FOR = patterns.compile(
     r"\bso much for ['\"\u2018\u201c]?([a-z][\w' -]{1,40}?)['\"\u2019\u201d]?\s*(?:[.,;:!?)]|$)"
 )
+# ...or by what it was said of: "you said ordering was fixed", "I thought the leak was
+# gone" (not "you said the wifi was fixed, and it was")
+SAID_TO_HOLD = patterns.compile(
+    r"\b(?:you said|i thought)\s+(?:that\s+)?([a-z][\w' -]{1,40}?)"
+    r"(?:['\u2019]s| (?:was|is|were|had been))\s+(?:fixed|sorted|solved|done|gone|working)\b"
+    r"(?![,;]?\s*and (?:it|they|that|so it)(?:['\u2019]s| (?:was|were|is|are|did|has|have))\b)"
+)
+QUOTED = ("so much for", "you said", "i thought")  # what may begin either
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
@@ -778,18 +786,25 @@ def _failure_said(lower: str) -> bool:
 def _taken_back(state: State, turn: int, lower: str) -> None:
     """A user quoting a conclusion to say it did not hold ("so much for signed and
     sealed", "so much for 'should stop the crash'") reopens the latest segment, however
-    far back, whose conclusion said those words (`lower`: the turn, lowercased)."""
+    far back, whose conclusion said those words; one naming what a conclusion was said
+    of ("you said ordering was fixed"), the latest whose conclusion names it (`lower`:
+    the turn, lowercased)."""
     match = SO_MUCH_FOR.search(lower)
-    if match is None:
+    words = named = None
+    if match is not None:
+        words = " ".join(match.group(1).split())
+    elif (match := SAID_TO_HOLD.search(lower)) is not None:
+        named = set(terms(match.group(1)))  # none in "you said it was fixed"
+    if not (words or named):
         return
-    words = " ".join(match.group(1).split())
     segments = state["segments"]
     for index in range(len(segments) - 1, max(-1, len(segments) - 1 - RETRACT_BACK), -1):
         segment = segments[index]
         found = segment["conclusion"]
         if segment["status"] != "concluded" or found is None:
             continue
-        if words in " ".join(_said(found).lower().split()):
+        said = _said(found).lower()
+        if (words and words in " ".join(said.split())) or (named and named <= set(terms(said))):
             _reopen(state, index, turn)
             return
 
@@ -1415,7 +1430,7 @@ def step(
         del state["said"][:-SAID_KEPT]
     if reading.denied:
         _denied(state, number, reading.denied)
-    if role == "user" and conclusions.TAKEN_BACK in lower:
+    if role == "user" and any(quoted in lower for quoted in QUOTED):
         _taken_back(state, number, lower)
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
