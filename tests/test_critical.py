@@ -198,8 +198,11 @@ RULES = [
     # what every commit or pull request needs, as a convention of the work
     "oh and commit messages need the ticket number first, like OPS-88.",
     "every pull request needs a line in the changelog, Marta reads them.",
+    # an order for whatever falls in a scope
+    "for anything that touches the calendar api use the sandbox key.",
 ]
 NOT_RULES = [
+    "for anything bigger we could use the van from work.",
     # a wish or a worry, not an order: "don't want ..."
     "I don't want to find out from the on-call pager at 3am",
     "don't want them to give the puppy to another family before we visit",

@@ -370,6 +370,17 @@ CUES: tuple[Cue, ...] = (
         r"write|sign|mention|link|reference|cc|attach)\b[^.?!]{0,80}?\b(?:in|on|to|for|into|with|"
         r"at the (?:start|top|end|bottom) of) (?:every|each|all(?: the| our| my)?) [a-z]",
     ),
+    # an order for whatever falls in a scope: "for anything that talks to S3 use the
+    # scratch bucket", "for everything in this repo, stick to pnpm"
+    _cue(
+        "order",
+        "anything everything",
+        r"(?:^|[,;:]\s*)(?:and |also |but |oh and )?for (?:anything|everything)\b[^.;:?!]{0,60}?,?\s+"
+        # the order itself, not what someone could do ("for anything bigger we could use a van")
+        r"(?<!\bwe )(?<!\bi )(?<!\byou )(?<!\bthey )(?<!\bcould )(?<!\bcan )(?<!\bwould )"
+        r"(?<!\bmight )(?<!\bshould )(?<!'d )(?<!'ll )(?:use|keep|run|ask|put|stick to|go through|check|send|write|leave|make|stay|"
+        r"(?:do not|don'?t|never|always) \w+)\b",
+    ),
     # a place kept out of bounds: "dog stays out of Ellie's room" (not "I'll stay out of it")
     _cue(
         "order",
