@@ -136,6 +136,13 @@ RUNNING = ("assistant", "Pushed the lockfile change. The pipeline is running aga
             PLAN,
             "confirmation",
         ),
+        # a fix the user checked on their own while the assistant's check still runs
+        (
+            "user",
+            "the totals on the dev report match the bank for every month. that's fixed, merge it",
+            RUNNING,
+            "resolution",
+        ),
         # idioms of a fix, a rejection, a decision and a task done
         ("user", "develop's green again. that one cost me a weekend", FIX, "resolution"),
         ("user", "nice. that's the flicker properly dead then", FIX, "resolution"),

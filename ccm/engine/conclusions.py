@@ -1202,6 +1202,12 @@ def _takes_up(parts: Sequence[str]) -> bool:
     )
 
 
+# a check the user made and reports: "jan-apr all match", "the export is green on my side"
+CHECKED = patterns.compile(
+    r"\b(?:match|matches|matched|green|passe[sd]|passing|works|worked|identical|same as)\b"
+)
+
+
 def _still_running(said: str) -> bool:
     """Whether the end of `said` (the assistant's turn before) says a check is still
     under way: a fix called then is called before its evidence is in."""
@@ -1648,8 +1654,14 @@ def detect(
                 continue  # "makes sense. do it" to "Still failing, another error: ...": a
                 # step of a fix (the fix concludes when it is seen to work); "that answers
                 # it" says the question was, whatever failure the answer explains
-            if kind == "resolution" and confirming and _still_running(before[-1][1]):
-                continue  # "CI is running again." / "Nice. That's CI fixed then."
+            if (
+                kind == "resolution"
+                and confirming
+                and _still_running(before[-1][1])
+                and not CHECKED.search(" ".join(parts[:index]))
+            ):
+                continue  # "CI is running again." / "Nice. That's CI fixed then." (not
+                # after a check of the user's own: "jan-apr all match. that's fixed")
             if kind in DONE and _has_failure(following) and not following.rstrip().endswith("?"):
                 continue  # "the run finished. still red, different error" (a question
                 # after it, "what was the commit for that error again?", reports none)
