@@ -744,6 +744,8 @@ SETTLED = [
     ("Kim added two more, so final headcount is 48. booking the coach", "decision"),
     ("soup, the lamb, lemon tart. that's the menu", "decision"),
     ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
+    ("£300 on the hall, £200 on food and that's the party budget.", "decision"),
+    ("so 4.8k with the fence. that's the budget, we're writing it on the fridge", "decision"),
     # a fix or a thing in hand called so
     ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
     ("none stuck since the deploy. ok THIS is the real fix, locks gone for good", "resolution"),
@@ -797,6 +799,8 @@ SETTLED = [
     ("right, that's nice and clear, I'll file the form in March", "answer"),
 ]
 NOT_SETTLED = [
+    "is that the budget, or only what the hall costs?",
+    "that's the budget for the kitchen, not for the whole flat, right?",
     # a matter still to take care of, a stop, a question, a habit, an ironic fix
     "it'll be dealt with next sprint, nobody has time now",
     "the complaints need to be dealt with before friday",

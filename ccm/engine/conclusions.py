@@ -809,6 +809,7 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
             "lineup",
             "offer",
             "deal",
+            "budget",
             # (not " list" or "list." alone: a word that common would open the way to a
             # confirmation for any "yes." that mentions one)
             "our list",
@@ -819,6 +820,10 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
         _rx(
             r"\bthat'?s (?:the|our|my) (?:new |final )?(?:menu|split|schedule|route|itinerary|layout|"
             r"timetable|rota|line-?up|offer|deal)\s*[.!]?$",
+            # "£500 for drinks and that's the drinks budget", "that's the budget, I'm putting
+            # it in the spreadsheet"
+            r"\bthat'?s (?:the|our|my) (?:new |final )?(?:[\w-]+ )?budget"
+            r"(?:\s*[.!]?$|,\s+(?:i'?m|we'?re|i'?ll|we'?ll)\b)",
             # "rest of it, yes. that's our list", "stephen can keep his halves, thats the
             # programme", "That's it. That's the running order."
             r"\bthat'?s (?:the|our|my) (?:new |final )?(?:[\w-]+ )?(?:list|programme|program|"
