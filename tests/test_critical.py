@@ -198,10 +198,15 @@ RULES = [
     # what every commit or pull request needs, as a convention of the work
     "oh and commit messages need the ticket number first, like OPS-88.",
     "every pull request needs a line in the changelog, Marta reads them.",
+    # when someone can, and no other time
+    "my dad can do Fridays only, he drives the school bus the rest of the week.",
+    "Jo's weekends only, she works shifts.",
     # an order for whatever falls in a scope
     "for anything that touches the calendar api use the sandbox key.",
 ]
 NOT_RULES = [
+    "the castle tours run on Sundays only, says the website.",
+    "the pool is open mornings only in August.",
     "for anything bigger we could use the van from work.",
     # a wish or a worry, not an order: "don't want ..."
     "I don't want to find out from the on-call pager at 3am",

@@ -405,6 +405,17 @@ CUES: tuple[Cue, ...] = (
         r"(?:go|going|spend|pay) (?:over|above|beyond|more than)\b",
         requires=_SPEAKER,
     ),
+    # when someone can, and no other time: "my mum can do Tuesdays only", "Rob's weekends
+    # only" (not what a place offers: "visits are available on Tuesdays only")
+    _cue(
+        "bound",
+        "only",
+        r"\b(?:can (?:only )?(?:do|make|manage|come|help)|(?<=[a-z])'s|works?|stays?|is free)"
+        r" (?:on )?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|weekdays?|"
+        r"mornings?|evenings?|afternoons?)(?:,? (?:and|or) (?:(?:mon|tues|wednes|thurs|fri|"
+        r"satur|sun)days?|weekends?|mornings?|evenings?|afternoons?))? only\b",
+        requires=("only",),
+    ),
     # someone left out: "uncle derek is NOT invited", "the kids aren't invited"
     _cue(
         "bound",
