@@ -198,6 +198,9 @@ RULES = [
     # what every commit or pull request needs, as a convention of the work
     "oh and commit messages need the ticket number first, like OPS-88.",
     "every pull request needs a line in the changelog, Marta reads them.",
+    # a condition a person has or lives with
+    "our youngest has a heart condition.",
+    "and yes, he's on warfarin since the operation.",
     # when someone can, and no other time
     "my dad can do Fridays only, he drives the school bus the rest of the week.",
     "Jo's weekends only, she works shifts.",
@@ -205,6 +208,8 @@ RULES = [
     "for anything that touches the calendar api use the sandbox key.",
 ]
 NOT_RULES = [
+    "does the travel policy cover a heart condition?",
+    "the article said asthma is more common in cities.",
     "the castle tours run on Sundays only, says the website.",
     "the pool is open mornings only in August.",
     "for anything bigger we could use the van from work.",

@@ -865,6 +865,15 @@ PREFER = patterns.compile(
     r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|they are|\w+'s) (?:[\w-]+ )?"
     r"(?:dyslexic|colou?r-?blind|deaf|hard of hearing|epileptic|asthmatic|coeliac|celiac|"
     r"diabetic|allergic|pregnant|a wheelchair user|partially sighted)\b|"
+    # a condition a person has or lives with: "she has a grade 2 heart murmur", "my
+    # diabetes", "he's on apixaban", "she's 16, hyperthyroid"
+    r"\b(?:i|we|he|she|they|\w+) (?:has|have|'s got|'ve got|has got) (?:a |an )?"
+    r"(?:grade \d+ |type \d |mild |bad |severe )?(?:heart (?:murmur|condition)|diabetes|asthma|"
+    r"epilepsy|arthritis|dvt|angina|copd|dementia)\b|"
+    r"\b(?:my|his|her|their) (?:type \d )?(?:diabetes|asthma|epilepsy|arthritis|dvt|heart condition)\b|"
+    r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|\w+'s) (?:\w+ )?on (?:insulin|warfarin|"
+    r"apixaban|blood thinners|metformin)\b|"
+    r"\b(?:i'?m|he'?s|she'?s|\w+'s)(?: \d+,)? (?:hyper|hypo)thyroid\b|"
     # the aid a person needs: "for anything over 200 metres he needs his wheelchair"
     r"\b(?:i|we|he|she|they|\w+) needs? (?:a |an |his |her |their |my |our )?(?:[\w-]+ )?"
     r"(?:wheelchair|crutches|walking stick|walking frame|walker|rollator|cane|hearing aid)s?\b"
@@ -1032,7 +1041,8 @@ CUES = (
         "teetotal afraid scared terrified diabetic pregnant wheelchair "
         "crutches diet stairs walk climb swim dyslexic colour-blind color-blind colourblind "
         "colorblind deaf hearing epileptic asthmatic coeliac celiac user sighted walker "
-        "rollator cane walking",
+        "rollator cane walking murmur condition diabetes asthma epilepsy arthritis dvt angina "
+        "copd dementia insulin warfarin apixaban thinners metformin hyperthyroid hypothyroid",
         PREFER.pattern,
     ),
     _cue(
