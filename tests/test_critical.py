@@ -198,6 +198,9 @@ RULES = [
     # what every commit or pull request needs, as a convention of the work
     "oh and commit messages need the ticket number first, like OPS-88.",
     "every pull request needs a line in the changelog, Marta reads them.",
+    # a requirement laid down after a colon; a limit after what it bounds, mid-sentence
+    "the one requirement from the landlord: the bins go out on Thursday night.",
+    "a stopover is fine, 2-3 hours max, the baby gets restless.",
     # a condition a person has or lives with
     "our youngest has a heart condition.",
     "and yes, he's on warfarin since the operation.",
@@ -208,6 +211,8 @@ RULES = [
     "for anything that touches the calendar api use the sandbox key.",
 ]
 NOT_RULES = [
+    "what are the requirements: do you know?",
+    "we queued 20 minutes max, then they let us in.",
     "does the travel policy cover a heart condition?",
     "the article said asthma is more common in cities.",
     "the castle tours run on Sundays only, says the website.",

@@ -129,7 +129,7 @@ CUES: tuple[Cue, ...] = (
     # flagged as a rule: the speaker says it is one
     _cue(
         "flag",
-        "rule rules",
+        "rule rules requirement requirements",
         # (not a rule applied: "that goes straight to main per the new rule")
         r"\b(?:ground rules?|house rules?|(?<!per )(?<!per the )(?<!under the )(?<!by the )"
         r"(?:the|one|a|new|golden|hard|strict) rule|"
@@ -142,6 +142,9 @@ CUES: tuple[Cue, ...] = (
         # a rule changed, then the rule as it is now: "change of rule on paging from
         # yesterday: ...", "I'm changing my own rule: lockfile-only PRs ..."
         r"(?:change of|changing (?:my|our|the)(?: own)?) rule\b[^.:?]{0,40}:\s*\w|"
+        # a requirement laid down after a colon: "the actual requirement from Maren: ..."
+        r"\b(?:the|my|our|her|his|their|one|a|actual|real|main|key|only) (?:\w+ )?"
+        r"requirements?\b[^.:?]{0,30}:\s*\w|"
         r"rule change\b[^.:?]{0,40}:\s*\w)",
     ),
     _cue(
@@ -742,7 +745,7 @@ CUES: tuple[Cue, ...] = (
         "bound",
         "max maximum tops most",
         r"^(?!.*\b\w+ed\b)(?:[^.;:!?]*\s)?(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|"
-        r"nine|ten)\b[^.;:!?]{0,40},?\s(?:max|maximum|tops|at most)\b\W*$|"
+        r"nine|ten)\b[^.;:!?]{0,40},?\s(?:max|maximum|tops|at most)\b(?:\W*$|\s*,)|"
         # (opening the sentence or a clause after a comma: "room for one new circuit,
         # kiln draw max 30A"; a figure with its unit)
         r"^(?:(?!.*\b\w+ed\b)[^.;:!?]*,\s+)?(?:\W*(?:and|also|so)\W+)?(?:the |our |my )?"
