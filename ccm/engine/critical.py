@@ -111,8 +111,8 @@ _NOT_NEVER = (
 )
 _NO_WHAT = (
     r"(?!idea|worries|problem|way|rush|luck|clue|thanks|need|one\b|i\b|it\b|not\b|more\b|"
-    r"longer\b|doubt|wonder|kidding|joke|change|error|errors|issue|issues|nan\b|diff|"
-    r"difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
+    r"longer\b|doubt|wonder|kidding|joke|change\b|changes\b(?! (?:on|to) )|error|errors|issue|"
+    r"issues|nan\b|diff|difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
     r"luck|dice|go\b|big deal|pr\b|\w+ yet|crash(?:es)?\b|leaks?\b)"
 )
 # what a wish of the speaker's holds ("i want", "we'd want"), looked for before its pattern
