@@ -188,6 +188,33 @@ def test_a_later_conclusion_of_an_effort_supersedes_the_earlier_one() -> None:
     assert second["status"] == "concluded" and second["conclusion"]["turn"] == 7
 
 
+def test_a_fix_said_to_hold_this_time_supersedes_the_effort_s_earlier_one() -> None:
+    """Written for this test: "that's done" on the nightly export one day, then, the
+    effort taken up again, "that's the export properly sorted now": the first was
+    early, though the two share no subject word."""
+
+    def turn(number: int, role: str, text: str, day: int) -> dict[str, Any]:
+        return {"turn": number, "role": role, "content": text, "ts": f"2026-05-0{day}T09:00:00Z"}
+
+    turns = [
+        turn(1, "user", "the nightly csv export to the warehouse drops rows. can you look?", 1),
+        turn(2, "assistant", "Retried the warehouse export with a bigger buffer: 4,210 rows.", 1),
+        turn(3, "user", "looks fine, that's done", 1),
+        turn(4, "assistant", "Good.", 1),
+        turn(
+            5, "user", "morning. the warehouse export again, I moved it to the streaming writer", 2
+        ),
+        turn(6, "assistant", "The streaming writer sent all 4,210 rows of the nightly csv.", 2),
+        turn(7, "user", "that's the export properly sorted now, closing the ticket", 2),
+        turn(8, "assistant", "Closed.", 2),
+    ]
+    state = fold(new_state("s"), turns, Params())
+    first, second = render(state, [], from_mapping({})).manifest["segments"]
+    assert first["effort"] == second["effort"]
+    assert first["status"] == "superseded" and first["conclusion"]["superseded_by"] == 7
+    assert second["status"] == "concluded" and second["conclusion"]["turn"] == 7
+
+
 def test_a_failure_reported_again_takes_back_a_premature_fix() -> None:
     first = _segments_of(
         [

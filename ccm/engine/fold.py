@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 139
+STATE_VERSION = 140
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -698,7 +698,8 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
     """A user's conclusion in the open segment is where its effort now stands when it
     decides again or concludes on the same subject: the latest earlier conclusion of
     the effort that still stood is superseded by it (a decision revised, a premature
-    fix followed by the real one, a plan carried out)."""
+    fix followed by the real one, a plan carried out); so is a fix or a task done by one
+    said to hold this time ("that's properly fixed now")."""
     index = _effort_standing(state)
     if index is None:
         return
@@ -708,10 +709,18 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
     # "instead" reverses an earlier decision only one it says something about: two
     # decisions of one trip share the trip's words, not a subject
     about = conclusions.what(_said(found), common) & conclusions.what(_said(earlier), common)
+    # "that's properly fixed now", "done, for real this time": the one before was early
+    real = found["kind"] in conclusions.DONE and earlier["kind"] in conclusions.DONE
     if (
-        reverses and about and conclusions.REVERSAL.search(_said(found).lower())
-    ) or conclusions.same_subject(_said(found), _said(earlier), common):
+        (reverses and about and conclusions.REVERSAL.search(_said(found).lower()))
+        or conclusions.same_subject(_said(found), _said(earlier), common)
+        or (real and FOR_REAL.search(_said(found).lower()))
+    ):
         _supersede(state, index, found["turn"])
+
+
+# said of a fix or a task to say it holds now, as the one before did not
+FOR_REAL = patterns.compile(r"\b(?:properly|actually|for real|this time|truly|really)\b")
 
 
 def _effort_standing(state: State) -> int | None:
