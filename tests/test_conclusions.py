@@ -745,6 +745,7 @@ SETTLED = [
     ("soup, the lamb, lemon tart. that's the menu", "decision"),
     ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
     ("£300 on the hall, £200 on food and that's the party budget.", "decision"),
+    ("hm. change of plan: no new car until the loan's paid off.", "decision"),
     ("so 4.8k with the fence. that's the budget, we're writing it on the fridge", "decision"),
     # a fix or a thing in hand called so
     ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),

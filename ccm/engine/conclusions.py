@@ -1270,9 +1270,11 @@ TAKEN_BACK = "so much for"  # said of a conclusion to take it back ("so much for
 def _negated(sentence: str, cue_start: int, cue_end: int) -> bool:
     """Whether a cue is negated, supposed or taken back where it stands: "not fixed",
     "if it's merged", "so much for sorted" (the cue read may begin with those words)."""
+    after = sentence[cue_end:]
     return (
         bool(NEGATION_BEFORE.search(sentence[:cue_start]))
-        or bool(NEGATED_AFTER.match(sentence[cue_end:]))
+        # (what follows a colon is what was decided: "change of plan: no overpaying")
+        or (not after.lstrip().startswith(":") and bool(NEGATED_AFTER.match(after)))
         or TAKEN_BACK in sentence[max(0, cue_start - len(TAKEN_BACK) - 1) : cue_end]
     )
 
