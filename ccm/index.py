@@ -124,6 +124,12 @@ MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
+# a query about the first time ("the first fix", "the original panic"): of the turns that
+# score at least `EARLIEST_AMONG` of the best, the earliest counts 1 + `EARLIEST_BOOST`
+# times, down to once for the latest (an episode of several on one subject)
+EARLIEST_BOOST = 0.6
+EARLIEST_AMONG = 0.3
+_EARLIEST = patterns.compile(r"(?i)\b(?:first|original|originally|initially|initial|earliest)\b")
 FIGURE_WEIGHT = 2.0  # a query's term that holds a digit counts this many times in BM25
 _DIGIT = patterns.compile(r"\d")
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
@@ -1349,6 +1355,9 @@ class Index:
           about is left out: it says whose words to look for, not what they said (and
           "Thanks, Caroline!" matches a name but tells nothing);
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
+        * when the query asks about the first time ("why did the first fix fail?"), times
+          up to 1 + `EARLIEST_BOOST` by how early it is among the turns that score well
+          (`_earliest_first`);
         * plus `SEMANTIC_WEIGHT` times its similarity in meaning (the semantic extra;
           see `_meaning`);
         * times 1 + `SPEAKER_BOOST` (`SPEAKER_BOOST_BY_MEANING` with the semantic extra)
@@ -1395,6 +1404,8 @@ class Index:
         values = np.fromiter(base.values(), dtype=np.float64, count=len(base))
         inside, share = topics.of(turns)
         values[inside] += share[inside]
+        if len(turns) > 1 and _EARLIEST.search(query):
+            values = values * _earliest_first(turns, values)
         when = dates.window(query)
         # the exchange of each turn the BM25 hits did not give; when who or when matters,
         # with who said each turn and when
@@ -2104,6 +2115,18 @@ def _best_of_exchanges(
             first[chosen].tolist(), scores[chosen].tolist(), turns[chosen].tolist(), strict=True
         )
     }
+
+
+def _earliest_first(turns: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """What each turn's value is multiplied by when a query asks about the first time:
+    of those that score at least `EARLIEST_AMONG` of the best, the earliest 1 +
+    `EARLIEST_BOOST`, the next ones less by rank, the latest 1; the others 1."""
+    factor = np.ones(len(values))
+    strong = np.flatnonzero(values >= EARLIEST_AMONG * values.max())
+    if len(strong) > 1:
+        by_turn = strong[np.argsort(turns[strong], kind="stable")]
+        factor[by_turn] += EARLIEST_BOOST * np.linspace(1.0, 0.0, len(by_turn))
+    return factor
 
 
 def _among(values: np.ndarray, sorted_array: np.ndarray) -> np.ndarray:

@@ -816,6 +816,26 @@ def test_a_figure_asked_about_says_which_turn_is_meant(tmp_path: Path) -> None:
     assert "The 240 was before" in hits[0].text
 
 
+def test_a_question_about_the_first_time_ranks_the_earliest_episode_first(
+    tmp_path: Path,
+) -> None:
+    """Two fixes of the export failed; "why did the first one fail" is about the earlier,
+    though the later says the question's words more often."""
+    texts = [
+        ("Ann", "The export fix failed: the timeout was never the cause."),
+        ("Bo", "So it is the encoding after all?"),
+        ("Ann", "Tiles next for the bathroom: white, grout in grey."),
+        ("Bo", "Grey grout hides the dirt better."),
+        ("Ann", "The new export fix failed as well, the export fix failed on the dates."),
+        ("Bo", "Then the date parser is next."),
+    ]
+    store = _one_day(tmp_path, "export", texts, "the tiles")
+    hits = _recalled_pairs(store, "export", "Why did the first export fix fail?")
+    assert "timeout was never the cause" in hits[0].text
+    later = _recalled_pairs(store, "export", "Why did the export fix fail on the dates?")
+    assert "failed on the dates" in later[0].text
+
+
 def test_recalled_exchanges_are_shown_in_order_under_their_day(tmp_path: Path) -> None:
     store = _two_people(tmp_path)
     context = assemble(store, "ann-bo", 1200, "When did Ann and Bo go hiking?")
