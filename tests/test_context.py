@@ -797,8 +797,8 @@ def test_a_turn_full_of_the_question_s_filler_words_does_not_outrank_its_answer(
 
 
 def test_a_figure_asked_about_says_which_turn_is_meant(tmp_path: Path) -> None:
-    """ "Where did the 240 come from": the turn that says the 240 outranks the turns
-    full of the question's other words."""
+    """Asked where the 240 came from, the turn that says the 240 outranks the turns full
+    of the question's other words."""
     store = _one_day(
         tmp_path,
         "kitchen",

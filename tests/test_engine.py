@@ -163,13 +163,15 @@ def test_a_reversed_decision_ends_superseded_and_leaves_the_working_state(tmp_pa
     assert found["open"]["efforts"], "the restore test is still open"
 
 
+def _on_day(number: int, role: str, text: str, day: int) -> dict[str, Any]:
+    """A turn said at 09:00 on day `day` of May 2026 (a day apart: a segment each)."""
+    return {"turn": number, "role": role, "content": text, "ts": f"2026-05-0{day}T09:00:00Z"}
+
+
 def test_a_later_conclusion_of_an_effort_supersedes_the_earlier_one() -> None:
     """A plan decided in one segment and carried out in a later one of the same effort:
     the effort stands where it ended, and the earlier conclusion is superseded."""
-
-    def turn(number: int, role: str, text: str, hour: int) -> dict[str, Any]:
-        return {"turn": number, "role": role, "content": text, "ts": f"2026-05-0{hour}T09:00:00Z"}
-
+    turn = _on_day
     turns = [
         turn(1, "user", "the invoice PDFs render without the logo font. options?", 1),
         turn(2, "assistant", "Embed the font in the PDF template, or rasterise the logo.", 1),
@@ -192,10 +194,7 @@ def test_a_fix_said_to_hold_this_time_supersedes_the_effort_s_earlier_one() -> N
     """Written for this test: "that's done" on the nightly export one day, then, the
     effort taken up again, "that's the export properly sorted now": the first was
     early, though the two share no subject word."""
-
-    def turn(number: int, role: str, text: str, day: int) -> dict[str, Any]:
-        return {"turn": number, "role": role, "content": text, "ts": f"2026-05-0{day}T09:00:00Z"}
-
+    turn = _on_day
     turns = [
         turn(1, "user", "the nightly csv export to the warehouse drops rows. can you look?", 1),
         turn(2, "assistant", "Retried the warehouse export with a bigger buffer: 4,210 rows.", 1),
