@@ -124,12 +124,17 @@ MMAP_BYTES = 1 << 31
 # Recall's ranking (`Index.recall`); measured on the LoCoMo development subset, chosen
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
-# a query about the first time ("the first fix", "the original panic"): of the turns that
+# a query about the first time ("the first fix", "the original panic") or the time before
+# something ("before the fix"): of the turns that
 # score at least `EARLIEST_AMONG` of the best, the earliest counts 1 + `EARLIEST_BOOST`
 # times, down to once for the latest (an episode of several on one subject)
 EARLIEST_BOOST = 0.6
 EARLIEST_AMONG = 0.3
-_EARLIEST = patterns.compile(r"(?i)\b(?:first|original|originally|initially|initial|earliest)\b")
+_EARLIEST = patterns.compile(
+    r"(?i)\b(?:first|original|originally|initially|initial|earliest)\b|"
+    # ...or about how things were before something: "how slow was it before the fix?"
+    r"\bbefore (?:the|any|we|it|they|you)\b"
+)
 FIGURE_WEIGHT = 2.0  # a query's term that holds a digit counts this many times in BM25
 _DIGIT = patterns.compile(r"\d")
 TOPIC_WEIGHT = 0.2  # share of a turn's score from how well its whole segment matches
@@ -1355,7 +1360,8 @@ class Index:
           about is left out: it says whose words to look for, not what they said (and
           "Thanks, Caroline!" matches a name but tells nothing);
         * plus `TOPIC_WEIGHT` times how well the turn's whole segment matches;
-        * when the query asks about the first time ("why did the first fix fail?"), times
+        * when the query asks about the first time ("why did the first fix fail?") or
+          the time before something ("how slow was it before the fix?"), times
           up to 1 + `EARLIEST_BOOST` by how early it is among the turns that score well
           (`_earliest_first`);
         * plus `SEMANTIC_WEIGHT` times its similarity in meaning (the semantic extra;

@@ -832,6 +832,8 @@ def test_a_question_about_the_first_time_ranks_the_earliest_episode_first(
     store = _one_day(tmp_path, "export", texts, "the tiles")
     hits = _recalled_pairs(store, "export", "Why did the first export fix fail?")
     assert "timeout was never the cause" in hits[0].text
+    before = _recalled_pairs(store, "export", "What broke the export before the fix?")
+    assert "timeout was never the cause" in before[0].text
     later = _recalled_pairs(store, "export", "Why did the export fix fail on the dates?")
     assert "failed on the dates" in later[0].text
 
