@@ -125,9 +125,9 @@ MMAP_BYTES = 1 << 31
 # as round values where recall was flat around them (see the README).
 CANDIDATES = 300  # best turns by BM25 that recall starts from
 # a query about the first time ("the first fix", "the original panic") or the time before
-# something ("before the fix"): of the turns that
-# score at least `EARLIEST_AMONG` of the best, the earliest counts 1 + `EARLIEST_BOOST`
-# times, down to once for the latest (an episode of several on one subject)
+# something ("before the fix"): of the turns that score at least `EARLIEST_AMONG` of the
+# best, the earliest counts 1 + `EARLIEST_BOOST` times, down to once for the latest (an
+# episode of several on one subject: the later ones say the question's words as often)
 EARLIEST_BOOST = 0.6
 EARLIEST_AMONG = 0.3
 _EARLIEST = patterns.compile(
@@ -2124,9 +2124,10 @@ def _best_of_exchanges(
 
 
 def _earliest_first(turns: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """What each turn's value is multiplied by when a query asks about the first time:
-    of those that score at least `EARLIEST_AMONG` of the best, the earliest 1 +
-    `EARLIEST_BOOST`, the next ones less by rank, the latest 1; the others 1."""
+    """What each turn's value is multiplied by when a query asks about the first time
+    or the time before something: of those that score at least `EARLIEST_AMONG` of the
+    best, the earliest 1 + `EARLIEST_BOOST`, the next ones less by rank, the latest 1;
+    the others 1."""
     factor = np.ones(len(values))
     strong = np.flatnonzero(values >= EARLIEST_AMONG * values.max())
     if len(strong) > 1:

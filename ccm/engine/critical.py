@@ -112,8 +112,8 @@ _NOT_NEVER = (
 _NO_WHAT = (
     r"(?!idea|worries|problem|way|rush|luck|clue|thanks|need|one\b|i\b|it\b|not\b|more\b|"
     r"longer\b|doubt|wonder|kidding|joke|change\b|changes\b(?! (?:on|to) )|error|errors|issue|"
-    r"issues|nan\b|diff|difference|output|response|reply|answer|news|results?\b|match|matches|hits|sign|trace|"
-    r"luck|dice|go\b|big deal|pr\b|\w+ yet|crash(?:es)?\b|leaks?\b)"
+    r"issues|nan\b|diff|difference|output|response|reply|answer|news|results?\b|match|"
+    r"matches|hits|sign|trace|luck|dice|go\b|big deal|pr\b|\w+ yet|crash(?:es)?\b|leaks?\b)"
 )
 # what a wish of the speaker's holds ("i want", "we'd want"), looked for before its pattern
 _SPEAKER = ("i ", "we ", "i'd", "we'd")
@@ -378,10 +378,13 @@ CUES: tuple[Cue, ...] = (
     _cue(
         "order",
         "anything everything",
-        r"(?:^|[,;:]\s*)(?:and |also |but |oh and )?for (?:anything|everything)\b[^.;:?!]{0,60}?,?\s+"
-        # the order itself, not what someone could do ("for anything bigger we could use a van")
+        r"(?:^|[,;:]\s*)(?:and |also |but |oh and )?for (?:anything|everything)\b"
+        r"[^.;:?!]{0,60}?,?\s+"
+        # the order itself, not what someone could do ("for anything bigger we could use
+        # a van")
         r"(?<!\bwe )(?<!\bi )(?<!\byou )(?<!\bthey )(?<!\bcould )(?<!\bcan )(?<!\bwould )"
-        r"(?<!\bmight )(?<!\bshould )(?<!'d )(?<!'ll )(?:use|keep|run|ask|put|stick to|go through|check|send|write|leave|make|stay|"
+        r"(?<!\bmight )(?<!\bshould )(?<!'d )(?<!'ll )"
+        r"(?:use|keep|run|ask|put|stick to|go through|check|send|write|leave|make|stay|"
         r"(?:do not|don'?t|never|always) \w+)\b",
     ),
     # a place kept out of bounds: "dog stays out of Ellie's room" (not "I'll stay out of it")
@@ -873,7 +876,8 @@ PREFER = patterns.compile(
     r"\b(?:i|we|he|she|they|\w+) (?:has|have|'s got|'ve got|has got) (?:a |an )?"
     r"(?:grade \d+ |type \d |mild |bad |severe )?(?:heart (?:murmur|condition)|diabetes|asthma|"
     r"epilepsy|arthritis|dvt|angina|copd|dementia)\b|"
-    r"\b(?:my|his|her|their) (?:type \d )?(?:diabetes|asthma|epilepsy|arthritis|dvt|heart condition)\b|"
+    r"\b(?:my|his|her|their) (?:type \d )?(?:diabetes|asthma|epilepsy|arthritis|dvt|"
+    r"heart condition)\b|"
     r"\b(?:i'?m|i am|he'?s|she'?s|he is|she is|they'?re|\w+'s) (?:\w+ )?on (?:insulin|warfarin|"
     r"apixaban|blood thinners|metformin)\b|"
     r"\b(?:i'?m|he'?s|she'?s|\w+'s)(?: \d+,)? (?:hyper|hypo)thyroid\b|"
