@@ -201,6 +201,8 @@ RULES = [
     # a requirement laid down after a colon; a limit after what it bounds, mid-sentence
     "the one requirement from the landlord: the bins go out on Thursday night.",
     "a stopover is fine, 2-3 hours max, the baby gets restless.",
+    # what every new one of a kind needs
+    "and every new recipe card needs the allergens on the back.",
     # changes kept off a thing (not "no changes in the output", an observation)
     "that box is the primary: no changes on it before 18:00.",
     # a condition a person has or lives with
@@ -213,6 +215,7 @@ RULES = [
     "for anything that touches the calendar api use the sandbox key.",
 ]
 NOT_RULES = [
+    "does every new recipe card need the allergens on it?",
     "ran it twice, no changes in the output.",
     "what are the requirements: do you know?",
     "we queued 20 minutes max, then they let us in.",

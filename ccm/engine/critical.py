@@ -293,13 +293,16 @@ CUES: tuple[Cue, ...] = (
         requires=(" to ",),
     ),
     # what a commit, a pull request or a branch needs, as a convention of the work: "oh and
-    # commit msgs need the jira key up front", "every PR needs a changelog fragment"
+    # commit msgs need the jira key up front", "every PR needs a changelog fragment"; what
+    # every new one of a kind needs
     _cue(
         "deontic",
         "need needs",
         # (of every one: "the branch needs a rebase" is a step of the work at hand)
         r"\b(?:(?:every|each|any) (?:commit|pr|pull request|branch|tag|changeset)(?: [\w'-]+){0,3}"
-        r" needs|(?:all )?(?:commits|commit (?:msgs|messages)|prs|pr (?:titles|descriptions)|"
+        # ...and what each new one of a kind needs: "every new key needs the Spanish too"
+        r" needs|(?:every|each|any) new [\w-]+(?: [\w-]+)? needs|"
+        r"(?:all )?(?:commits|commit (?:msgs|messages)|prs|pr (?:titles|descriptions)|"
         r"pull requests|branches|branch names|tags|changesets)(?: [\w'-]+){0,3} need) "
         r"(?!to\b)(?:an? |the |its |their )?[\w#-]",
     ),
