@@ -746,6 +746,7 @@ SETTLED = [
     ("fine, Jo pays 40 and we do 30 each. that's our split.", "decision"),
     ("£300 on the hall, £200 on food and that's the party budget.", "decision"),
     ("hm. change of plan: no new car until the loan's paid off.", "decision"),
+    ("right, this time for real: the blue van. ringing them now.", "decision"),
     ("so 4.8k with the fence. that's the budget, we're writing it on the fridge", "decision"),
     # a fix or a thing in hand called so
     ("two runs, both clean, and the totals agree. that's nailed. open the PR", "resolution"),
@@ -800,6 +801,7 @@ SETTLED = [
     ("right, that's nice and clear, I'll file the form in March", "answer"),
 ]
 NOT_SETTLED = [
+    "for real: is this the last change to the plan?",
     "is that the budget, or only what the hall costs?",
     "that's the budget for the kitchen, not for the whole flat, right?",
     # a matter still to take care of, a stop, a question, a habit, an ironic fix

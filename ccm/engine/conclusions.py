@@ -561,10 +561,13 @@ CUES: list[tuple[str, tuple[str, ...], re.Pattern[str]]] = [
     ),
     (
         "decision",
-        ("decision", "decided", "verdict"),
+        ("decision", "decided", "verdict", "for real"),
         _rx(
             r"^(?:(?:ok(?:ay)?|right|so|fine)[,.]?\s+)?(?:final\s+)?(?:decision|decided|verdict)"
             r"\s*[:\-\u2014]",
+            # the choice made again, and this one holds: "ok. this time for real: calgary."
+            r"^(?:(?:ok(?:ay)?|right|so|fine)[,.]?\s+)?(?:this time )?for real(?: this time)?"
+            r"\s*[:\u2014]\s*\w",
             r"\b(?:(?:we|i)\s*(?:'ve|have)?\s+)?decided\b(?! (?:to wait|not yet|later))",
             r"\b(?:the|our|final)\s+decision\s+is\b",
         ),
