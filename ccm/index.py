@@ -470,9 +470,7 @@ def named_in(reading: str) -> frozenset[str]:
         if len(term) > 2 and term not in STOP
     }
     found.update(
-        term
-        for term in lexical.term_counts(said)
-        if len(term) > 2 and any(char.isdigit() for char in term)
+        term for term in lexical.term_counts(said) if len(term) > 2 and _DIGIT.search(term)
     )
     return frozenset(found)
 

@@ -99,6 +99,9 @@ _SAID = rf"(?:[\u00a3$\u20ac]?\d[\d,.]*\d|[\u00a3$\u20ac]\d|{_WORD})"  # a word 
 # said as settled: "backups are properly done now", "certs are finally fixed"
 _CERTAINLY = r"(?:properly|finally|really|actually|officially|definitely|truly|well and truly)"
 _SURELY = rf"(?:{_CERTAINLY}\s+)?"
+# said of a fix or a task to say it holds now, as the one before did not: "that's
+# properly fixed now", "done, for real this time" (`fold._conclude_effort`)
+HOLDS_NOW = patterns.compile(rf"\b(?:{_CERTAINLY}|for real|this time)\b")
 # "dead" as a word that makes the next one stronger ("dead quiet", "dead on arrival")
 _NOT_DEAD = (
     r"(?! (?:quiet|easy|simple|cheap|serious|set|slow|busy|still|silent|calm|boring|keen|"

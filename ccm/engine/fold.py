@@ -58,7 +58,7 @@ from ccm.engine.text import (
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 143
+STATE_VERSION = 144
 RECENT_TURNS = 30
 RECENT_CHARS = 2000
 TOOL_TERM_CHARS = 4000
@@ -714,13 +714,9 @@ def _conclude_effort(state: State, found: dict[str, Any]) -> None:
     if (
         (reverses and about and conclusions.REVERSAL.search(_said(found).lower()))
         or conclusions.same_subject(_said(found), _said(earlier), common)
-        or (real and FOR_REAL.search(_said(found).lower()))
+        or (real and conclusions.HOLDS_NOW.search(_said(found).lower()))
     ):
         _supersede(state, index, found["turn"])
-
-
-# said of a fix or a task to say it holds now, as the one before did not
-FOR_REAL = patterns.compile(r"\b(?:properly|actually|for real|this time|truly|really)\b")
 
 
 def _effort_standing(state: State) -> int | None:
@@ -764,7 +760,7 @@ SAID_TO_HOLD = patterns.compile(
     r"(?:['\u2019]s| (?:was|is|were|had been))\s+(?:fixed|sorted|solved|done|gone|working)\b"
     r"(?![,;]?\s*and (?:it|they|that|so it)(?:['\u2019]s| (?:was|were|is|are|did|has|have))\b)"
 )
-QUOTED = ("so much for", "you said", "i thought")  # what may begin either
+CLAIM_QUOTED = (conclusions.TAKEN_BACK, "you said", "i thought")  # what may open either
 RETRACT_BACK = 20  # closed segments a claim taken back by its words may reach
 
 
@@ -1439,7 +1435,7 @@ def step(
         del state["said"][:-SAID_KEPT]
     if reading.denied:
         _denied(state, number, reading.denied)
-    if role == "user" and any(quoted in lower for quoted in QUOTED):
+    if role == "user" and any(opener in lower for opener in CLAIM_QUOTED):
         _taken_back(state, number, lower)
     if failure:
         # a topic opened with a failure of its own ("next fire. every webhook fails"), not
